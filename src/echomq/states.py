@@ -1,0 +1,90 @@
+"""The canonical job states, the outcome values, and the one list of counted events.
+
+A job is in exactly one location at every instant, and its row's ``state`` names it:
+
+===========  ========================  ==============================================
+state        location                  entered by
+===========  ========================  ==============================================
+queued       ``lane:<lane>`` (zset)    enqueue, sweep (expired lease), release, fail
+                                       without delay, promotion of a due delayed job,
+                                       retry of a dead job
+delayed      ``delayed`` (zset)        enqueue with a delay, fail with backoff
+active       ``active`` (zset)         claim
+done         ``done`` (zset)           complete; later trimmed to a tombstone
+dead         ``dead`` (zset)           fail past max attempts, sweep past max attempts
+===========  ========================  ==============================================
+
+Outcomes a caller matches on are enums here, never exceptions: a duplicate admission is
+``Admission.DUPLICATE``, a refused finish is ``Finish.STALE``, a lease that another worker took over is
+``Lease.REVOKED``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    DELAYED = "delayed"
+    ACTIVE = "active"
+    DONE = "done"
+    DEAD = "dead"
+
+
+class Admission(StrEnum):
+    """What :func:`echomq.jobs.enqueue` did."""
+
+    ADMITTED = "admitted"  # a new row; the job is queued or delayed
+    DUPLICATE = "duplicate"  # the row exists with the same lane and payload; nothing changed
+    CONFLICT = "conflict"  # the row exists with another lane or payload; nothing changed
+
+
+class Finish(StrEnum):
+    """What :func:`echomq.jobs.complete` did."""
+
+    DONE = "done"
+    STALE = "stale"  # the token is not the job's current claim: another owner, or not active
+
+
+class Failure(StrEnum):
+    """What :func:`echomq.jobs.fail` did."""
+
+    RETRYING = "retrying"  # back to its lane at once, or in delayed for its backoff
+    DEAD = "dead"  # past max attempts (or not retryable): dead-lettered
+    STALE = "stale"
+
+
+class Lease(StrEnum):
+    """What :func:`echomq.jobs.extend` did."""
+
+    EXTENDED = "extended"
+    REVOKED = "revoked"  # the lease was reaped (and maybe re-claimed): stop before any side effect
+
+
+class Release(StrEnum):
+    """What :func:`echomq.jobs.release` did."""
+
+    RELEASED = "released"
+    STALE = "stale"
+
+
+# Every counter in the ``stats`` hash, incremented inside the script that causes it, so the counts
+# are always consistent with the state.
+COUNTERS: tuple[str, ...] = (
+    "admitted",  # enqueue: a new row
+    "duplicate",  # enqueue: same id, same lane and payload
+    "conflict",  # enqueue: same id, other lane or payload
+    "claimed",  # claim: a job moved to active (also the serial that fairness lag is measured in)
+    "completed",  # complete: active -> done
+    "stale",  # complete / fail / release refused for a stale token
+    "retried",  # fail: active -> lane or delayed
+    "dead",  # fail or sweep: -> dead
+    "reclaimed",  # sweep: an expired lease returned to its lane
+    "released",  # release: active -> lane, the try not counted
+    "extended",  # extend: a lease renewed
+    "revoked",  # extend refused: the lease is no longer the caller's
+    "promoted",  # a due delayed job moved to its lane
+    "resurrected",  # retry_dead: dead -> lane
+    "trimmed",  # sweep: a finished row reduced to a tombstone
+)
