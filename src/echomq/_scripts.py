@@ -15,10 +15,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Generic, TypeVar
 
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 from redis.commands.core import AsyncScript, Script
-
-from redis import Redis as SyncRedis
 
 KEY_COUNTS: dict[str, int] = {
     "enqueue": 6,
@@ -29,6 +28,7 @@ KEY_COUNTS: dict[str, int] = {
     "release": 6,
     "retry_dead": 5,
     "sweep": 8,
+    "stats": 6,
 }
 
 
@@ -45,7 +45,7 @@ ScriptT = TypeVar("ScriptT", Script, AsyncScript)
 
 class _Registry(Generic[ScriptT]):
     def __init__(self, scripts: dict[str, ScriptT]) -> None:
-        self._scripts = scripts
+        self._scripts: dict[str, ScriptT] = scripts
 
     def get(self, name: str, keys: list[str]) -> ScriptT:
         """The script ``name``, after checking that ``keys`` has its declared count."""

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 
 from echomq import jobs, lanes, stats, sweep
 from echomq._scripts import AsyncScripts
-from echomq.errors import InvalidOption
+from echomq._validate import check_int
 from echomq.jobs import Claim, JobInfo, NewJob
 from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
@@ -38,13 +38,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         for name in ("max_payload", "wake_cap", "backoff_base_ms", "backoff_cap_ms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidOption(f"{name} is a positive int, got {value!r}")
+            check_int(name, getattr(self, name), 1)
         for name in ("result_ttl_ms", "dedup_window_ms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidOption(f"{name} is an int >= 0, got {value!r}")
+            check_int(name, getattr(self, name), 0)
 
 
 class Bus:
@@ -128,7 +124,8 @@ class Bus:
 
     async def dead_jobs(self, limit: int = 100) -> list[tuple[str, int]]:
         """The oldest ``limit`` dead-lettered ids with their time (server ms)."""
-        rows: list[tuple[bytes, float]] = await self.redis.zrange(
+        check_int("limit", limit, 1, 100_000)
+        rows: list[tuple[bytes, float]] = await self.redis.zrange(  # type: ignore[assignment]
             self.keys.dead, 0, limit - 1, withscores=True
         )
         return [(job.decode(), int(score)) for job, score in rows]

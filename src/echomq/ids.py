@@ -50,7 +50,7 @@ def _decode(text: str) -> int:
     return value
 
 
-def check_brand(brand: str) -> str:
+def check_brand(brand: object) -> str:
     """Return ``brand`` if it is three upper-case ASCII letters, else raise :class:`InvalidId`."""
     if not isinstance(brand, str) or not _BRAND.fullmatch(brand):
         raise InvalidId(f"a brand is three upper-case letters A-Z, got {brand!r}")
@@ -89,9 +89,9 @@ def mint(brand: str) -> str:
     return from_body(brand, _MINTER.next_body())
 
 
-def from_body(brand: str, body_bytes: bytes) -> str:
+def from_body(brand: str, body_bytes: object) -> str:
     """Build the text id of ``brand`` over a 14-byte ``body_bytes``."""
-    check_brand(brand)
+    brand = check_brand(brand)
     if not isinstance(body_bytes, bytes) or len(body_bytes) != BODY_BYTES:
         raise InvalidId(f"an id body is {BODY_BYTES} bytes")
     return brand + _encode(int.from_bytes(body_bytes, "big"))

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from echomq import ids
+from echomq._validate import check_int
 from echomq.errors import (
-    InvalidOption,
     InvalidPayload,
     InvalidToken,
     PayloadTooLarge,
@@ -99,12 +99,6 @@ class JobInfo:
     trimmed: bool
 
 
-def _int_option(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidOption(f"{name} is an int from {low} to {high}, got {value!r}")
-    return value
-
-
 def check_token(token: object) -> int:
     """Return ``token`` if it is a positive int (not a bool), else raise :class:`InvalidToken`."""
     if isinstance(token, bool) or not isinstance(token, int) or token < 1:
@@ -136,9 +130,9 @@ def _enqueue_call(bus: Bus, spec: NewJob) -> tuple[list[str], list[Any]]:
     job_key = keys.job(spec.job)
     lane_key = keys.lane(spec.lane)
     payload = _check_bytes("payload", spec.payload, bus.settings.max_payload)
-    max_attempts = _int_option("max_attempts", spec.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
-    priority = _int_option("priority", spec.priority, -PRIORITY_LIMIT, PRIORITY_LIMIT)
-    delay_ms = _int_option("delay_ms", spec.delay_ms, 0, MAX_DELAY_MS)
+    max_attempts = check_int("max_attempts", spec.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+    priority = check_int("priority", spec.priority, -PRIORITY_LIMIT, PRIORITY_LIMIT)
+    delay_ms = check_int("delay_ms", spec.delay_ms, 0, MAX_DELAY_MS)
     return (
         [job_key, lane_key, keys.ring, keys.delayed, keys.wake, keys.stats],
         [spec.job, spec.lane, payload, max_attempts, priority, delay_ms, bus.settings.wake_cap],
@@ -189,7 +183,7 @@ async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
 
 def _code(name: str, reply: Any) -> int:
     try:
-        code = int(reply[0])
+        code: int = int(reply[0])
     except (TypeError, IndexError, ValueError) as exc:
         raise ScriptError(f"{name}.lua answered {reply!r}") from exc
     return code
@@ -220,7 +214,8 @@ def backoff_ms(bus: Bus, tries: int) -> int:
     """Exponential backoff with equal jitter: half the step is fixed, half is random."""
     settings = bus.settings
     step = min(settings.backoff_cap_ms, settings.backoff_base_ms * (2 ** max(0, min(tries, 40) - 1)))
-    return step // 2 + random.randint(0, step - step // 2)
+    half: int = step // 2
+    return half + random.randint(0, step - half)
 
 
 async def fail(
@@ -236,7 +231,7 @@ async def fail(
     if not isinstance(error, str):
         raise InvalidPayload(f"error is a str, got {type(error).__name__}")
     delay = backoff_ms(bus, claim.tries or claim.token) if delay_ms is None else delay_ms
-    delay = _int_option("delay_ms", delay, 0, MAX_DELAY_MS)
+    delay = check_int("delay_ms", delay, 0, MAX_DELAY_MS)
     keys = bus.keys
     with translate_redis_errors():
         reply = await bus.scripts.run(
@@ -262,7 +257,7 @@ async def fail(
 def extend_call(bus: Bus, claim: Claim, lease_ms: int) -> tuple[list[str], list[Any]]:
     """Keys and args of one extend.lua call (shared with the lease keeper's blocking client)."""
     check_claim(claim)
-    lease = _int_option("lease_ms", lease_ms, 1, MAX_LEASE_MS)
+    lease = check_int("lease_ms", lease_ms, 1, MAX_LEASE_MS)
     keys = bus.keys
     return [keys.job(claim.job), keys.active, keys.stats], [claim.job, claim.token, lease]
 
@@ -340,7 +335,7 @@ async def inspect(bus: Bus, job: str) -> JobInfo:
     """Read a job's row and confirm its location; raises :class:`UnknownJob` if there is no row."""
     job_key = bus.keys.job(job)
     with translate_redis_errors():
-        row: dict[bytes, bytes] = await bus.redis.hgetall(job_key)
+        row: dict[bytes, bytes] = await bus.redis.hgetall(job_key)  # type: ignore[assignment]
     if not row:
         raise _unknown(job)
     state = JobState(row[b"state"].decode())

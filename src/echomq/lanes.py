@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from echomq._validate import check_int
 from echomq.errors import InvalidOption, translate_redis_errors
 from echomq.jobs import MAX_LEASE_MS, Claim, claims_from_reply
 
@@ -40,14 +41,16 @@ class Claimed:
     next_due_ms: int | None
 
 
-async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
-    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``."""
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_BATCH:
-        raise InvalidOption(f"count is an int from 1 to {MAX_BATCH}, got {count!r}")
-    if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or not 1 <= lease_ms <= MAX_LEASE_MS:
-        raise InvalidOption(f"lease_ms is an int from 1 to {MAX_LEASE_MS}, got {lease_ms!r}")
+def _check_owner(owner: object) -> None:
     if not isinstance(owner, str) or len(owner) > _OWNER_LIMIT:
         raise InvalidOption(f"owner is a str of at most {_OWNER_LIMIT} characters")
+
+
+async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
+    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``."""
+    check_int("count", count, 1, MAX_BATCH)
+    check_int("lease_ms", lease_ms, 1, MAX_LEASE_MS)
+    _check_owner(owner)
     keys = bus.keys
     with translate_redis_errors():
         reply = await bus.scripts.run(
@@ -59,12 +62,12 @@ async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "
     return Claimed(claims_from_reply(reply), int(reply[0]), None if next_due < 0 else next_due)
 
 
-async def wait_for_work(bus: Bus, timeout_s: float) -> bool:
+async def wait_for_work(bus: Bus, timeout_s: object) -> bool:
     """Block on the wake list for up to ``timeout_s`` seconds; True if a token arrived.
 
     The client's ``socket_timeout`` must be None or longer than ``timeout_s``.
     """
-    if not 0 < timeout_s <= 3600:
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 3600:
         raise InvalidOption(f"timeout_s is in (0, 3600], got {timeout_s!r}")
     with translate_redis_errors():
         got = await bus.redis.blpop([bus.keys.wake], timeout=round(timeout_s, 3))

@@ -99,9 +99,7 @@ class RedisProcess:
         """Start the server and wait until it answers PING."""
         if self.process is not None and self.process.poll() is None:
             return self
-        self.process = subprocess.Popen(  # noqa: S603  (fixed argv, our own binary choice)
-            self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        self.process = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + _START_TIMEOUT_S
         client = redis.Redis(port=self.port, socket_timeout=1)
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from echomq._validate import check_int
 from echomq.errors import translate_redis_errors
 from echomq.states import COUNTERS
 
@@ -54,50 +55,27 @@ class Stats:
 
 async def read_stats(bus: Bus, *, lanes: int = 50) -> Stats:
     """Counters, depths and the first ``lanes`` lanes of the ring with their depth and lag."""
+    check_int("lanes", lanes, 0, 10_000)
     keys = bus.keys
     with translate_redis_errors():
-        pipe = bus.redis.pipeline(transaction=False)
-        pipe.hgetall(keys.stats)
-        pipe.zcard(keys.delayed)
-        pipe.zcard(keys.active)
-        pipe.zcard(keys.done)
-        pipe.zcard(keys.dead)
-        pipe.llen(keys.ring)
-        pipe.lrange(keys.ring, 0, max(0, lanes - 1))
-        raw, delayed, active, done, dead, ring_len, ring = await pipe.execute()
-        names = [name.decode() for name in ring]
-        pipe = bus.redis.pipeline(transaction=False)
-        for name in names:
-            pipe.zcard(keys.lane(name))
-            pipe.zrange(keys.lane(name), 0, 0)
-        lane_replies = await pipe.execute() if names else []
-        heads = [lane_replies[i + 1][0] if lane_replies[i + 1] else None for i in range(0, len(lane_replies), 2)]
-        pipe = bus.redis.pipeline(transaction=False)
-        for head in heads:
-            pipe.hget(keys.job(head.decode()), "ready") if head else pipe.echo(b"")
-        readies = await pipe.execute() if heads else []
-    counters = {name: int(raw.get(name.encode(), 0)) for name in COUNTERS}
-    serial = counters["claimed"]
-    lane_stats = [
-        LaneStats(name, int(lane_replies[2 * i]), serial - int(ready) if ready else 0)
-        for i, (name, ready) in enumerate(zip(names, readies, strict=True))
-    ]
-    queued_sample = sum(s.depth for s in lane_stats)
-    queued = queued_sample
-    if ring_len > len(names):  # past the sample, count the rest of the lanes' depths too
-        rest = await bus.redis.lrange(keys.ring, len(names), -1)
-        pipe = bus.redis.pipeline(transaction=False)
-        for name in rest:
-            pipe.zcard(keys.lane(name.decode()))
-        queued += sum(await pipe.execute())
+        reply = await bus.scripts.run(
+            "stats",
+            [keys.stats, keys.ring, keys.delayed, keys.active, keys.done, keys.dead],
+            [keys.prefix, lanes],
+        )
+    flat, queued, delayed, active, done, dead, lanes_total, detail = reply
+    raw = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
     return Stats(
-        counters=counters,
-        queued=queued,
+        counters={name: raw.get(name, 0) for name in COUNTERS},
+        queued=int(queued),
         delayed=int(delayed),
         active=int(active),
         done=int(done),
         dead=int(dead),
-        lanes=lane_stats,
-        lanes_total=int(ring_len),
-        lag_max=int(raw.get(b"lag_max", 0)),
+        lanes=[
+            LaneStats(detail[i].decode(), int(detail[i + 1]), int(detail[i + 2]))
+            for i in range(0, len(detail), 3)
+        ],
+        lanes_total=int(lanes_total),
+        lag_max=raw.get("lag_max", 0),
     )

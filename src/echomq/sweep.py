@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from echomq.errors import InvalidOption, translate_redis_errors
+from echomq._validate import check_int
+from echomq.errors import translate_redis_errors
 
 if TYPE_CHECKING:
     from echomq.bus import Bus
@@ -41,17 +42,31 @@ class SweepReport:
 
 async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:
     """Run one sweep. ``lock_ms`` = 0 forces it; > 0 takes the shared lock for that period."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
-        raise InvalidOption(f"limit is an int from 1 to 100000, got {limit!r}")
-    if isinstance(lock_ms, bool) or not isinstance(lock_ms, int) or lock_ms < 0:
-        raise InvalidOption(f"lock_ms is an int >= 0, got {lock_ms!r}")
+    check_int("limit", limit, 1, 100_000)
+    check_int("lock_ms", lock_ms, 0)
     keys = bus.keys
     settings = bus.settings
     with translate_redis_errors():
         reply = await bus.scripts.run(
             "sweep",
-            [keys.active, keys.delayed, keys.done, keys.dead, keys.ring, keys.wake, keys.stats, keys.sweep_lock],
-            [keys.prefix, limit, lock_ms, settings.result_ttl_ms, settings.dedup_window_ms, settings.wake_cap],
+            [
+                keys.active,
+                keys.delayed,
+                keys.done,
+                keys.dead,
+                keys.ring,
+                keys.wake,
+                keys.stats,
+                keys.sweep_lock,
+            ],
+            [
+                keys.prefix,
+                limit,
+                lock_ms,
+                settings.result_ttl_ms,
+                settings.dedup_window_ms,
+                settings.wake_cap,
+            ],
         )
     promoted, reclaimed, dead, trimmed, next_due, swept = (int(x) for x in reply)
     return SweepReport(promoted, reclaimed, dead, trimmed, None if next_due < 0 else next_due, swept == 1)

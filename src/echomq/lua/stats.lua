@@ -1,0 +1,54 @@
+--[[
+  stats: one consistent snapshot of the counters, the depth of every state, and the ring's lanes.
+
+  Called by echomq.stats.read_stats. Read-only. Queued depth sums every lane in the ring (O(lanes));
+  the first ARGV[2] lanes of the ring are also returned with their depth and fairness lag: the number of
+  claims served since the lane's head job became claimable.
+
+  Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
+
+  Input:
+    KEYS[1] stats   (hash)  counters
+    KEYS[2] ring    (list)  serviceable lanes
+    KEYS[3] delayed (zset)
+    KEYS[4] active  (zset)
+    KEYS[5] done    (zset)
+    KEYS[6] dead    (zset)
+
+    ARGV[1] bus prefix, e.g. 'emq:{cm}:'
+    ARGV[2] how many lanes to detail (int >= 0)
+
+  Output:
+    { counters (flat field/value list), queued, delayed, active, done, dead, lanes_total,
+      { lane_1, depth_1, lag_1, ... } }
+]]
+local statsKey, ringKey, delayedKey, activeKey, doneKey, deadKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, detail = ARGV[1], tonumber(ARGV[2])
+
+local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
+local ring = redis.call('LRANGE', ringKey, 0, -1)
+local queued = 0
+local lanes = {}
+for i, lane in ipairs(ring) do
+  local laneKey = prefix .. 'lane:' .. lane
+  local depth = redis.call('ZCARD', laneKey)
+  queued = queued + depth
+  if i <= detail then
+    local lag = 0
+    local head = redis.call('ZRANGE', laneKey, 0, 0)
+    if head[1] then
+      local ready = redis.call('HGET', prefix .. 'job:' .. head[1], 'ready')
+      if ready then lag = serial - tonumber(ready) end
+    end
+    lanes[#lanes + 1] = lane
+    lanes[#lanes + 1] = depth
+    lanes[#lanes + 1] = lag
+  end
+end
+return {
+  redis.call('HGETALL', statsKey), queued,
+  redis.call('ZCARD', delayedKey), redis.call('ZCARD', activeKey),
+  redis.call('ZCARD', doneKey), redis.call('ZCARD', deadKey),
+  #ring, lanes
+}
