@@ -63,7 +63,9 @@ def limit_drain(client: redis.Redis, tag: str, count: int, batch: int = 500) -> 
     done = 0
     while done < count:
         reply = scripts.run(
-            "claim", [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats], [keys.prefix, 30_000, batch, ""]
+            "claim",
+            [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats],
+            [keys.prefix, 30_000, batch, ""],
         )
         n = int(reply[2])
         if n == 0:
@@ -72,7 +74,10 @@ def limit_drain(client: redis.Redis, tag: str, count: int, batch: int = 500) -> 
         for i in range(n):
             job, token = reply[3 + 7 * i].decode(), int(reply[5 + 7 * i])
             scripts.run(
-                "complete", [keys.job(job), keys.active, keys.done, keys.stats], [job, token, b""], client=pipe
+                "complete",
+                [keys.job(job), keys.active, keys.done, keys.stats],
+                [job, token, b""],
+                client=pipe,
             )
         pipe.execute()
         done += n

@@ -17,6 +17,7 @@ from echomq.errors import (
     InvalidTag,
     InvalidToken,
     PayloadTooLarge,
+    Permanent,
     RedisUnavailable,
     ScriptError,
     UnknownJob,
@@ -27,6 +28,7 @@ from echomq.lanes import Claimed
 from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
 from echomq.stats import LaneStats, Stats
 from echomq.sweep import SweepReport
+from echomq.worker import Job, Worker, WorkerCounts
 
 __all__ = [
     "DEFAULT_TAG",
@@ -44,6 +46,7 @@ __all__ = [
     "InvalidPayload",
     "InvalidTag",
     "InvalidToken",
+    "Job",
     "JobInfo",
     "JobState",
     "Keyspace",
@@ -51,6 +54,7 @@ __all__ = [
     "Lease",
     "NewJob",
     "PayloadTooLarge",
+    "Permanent",
     "RedisUnavailable",
     "Release",
     "ScriptError",
@@ -58,5 +62,7 @@ __all__ = [
     "Stats",
     "SweepReport",
     "UnknownJob",
+    "Worker",
+    "WorkerCounts",
     "ids",
 ]

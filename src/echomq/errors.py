@@ -13,7 +13,8 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   └── InvalidOption                     an out-of-range option (lease, count, delay, ...)
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
     ├── ScriptError                           a Lua script answered something outside its contract
-    └── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
+    ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
+    └── Permanent                             raised by a worker handler: dead-letter the job now, no retry
 
 Expected outcomes are *not* errors: a duplicate admission, a conflict, a stale finish and a revoked
 lease are values of the enums in :mod:`echomq.states` that callers match on.
@@ -75,6 +76,13 @@ class ScriptError(EchoMQError):
 
 class RedisUnavailable(EchoMQError, ConnectionError):
     """Redis could not be reached, or the call timed out. The call's effect is unknown."""
+
+
+class Permanent(EchoMQError):
+    """Raised by a worker handler: the job can never succeed, so it is dead-lettered without a retry.
+
+    Any other exception from a handler is retried with backoff until the job's max attempts.
+    """
 
 
 @contextmanager

@@ -30,8 +30,9 @@ _ENTROPY_MASK = (1 << _ENTROPY_BITS) - 1
 _MAX_MS = (1 << 48) - 1
 
 _BRAND = re.compile(r"[A-Z]{3}")
-# The first digit carries only the top 3 padding+data bits of 115, so it is 0-7.
-_TEXT = re.compile(r"([A-Z]{3})([0-7][0-9A-HJKMNP-TV-Z]{22})")
+# 23 digits carry 115 bits: the first digit holds the 3 zero padding bits and the top 2 body bits,
+# so it is 0-3 (a first digit of 4-7 would encode a body of more than 14 bytes).
+_TEXT = re.compile(r"([A-Z]{3})([0-3][0-9A-HJKMNP-TV-Z]{22})")
 _DECODE = {c: i for i, c in enumerate(ALPHABET)}
 
 

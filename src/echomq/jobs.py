@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from echomq import ids
 from echomq._validate import check_int
 from echomq.errors import (
+    InvalidOption,
     InvalidPayload,
     InvalidToken,
     PayloadTooLarge,
@@ -193,21 +194,28 @@ def _unknown(job: str) -> UnknownJob:
     return UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
 
 
-async def complete(bus: Bus, claim: Claim, result: bytes = b"") -> Finish:
-    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's."""
+def complete_call(bus: Bus, claim: Claim, result: bytes) -> tuple[list[str], list[Any]]:
+    """Keys and args of one complete.lua call (shared with the worker's batched completions)."""
     check_claim(claim)
     data = _check_bytes("result", result, bus.settings.max_payload)
     keys = bus.keys
-    with translate_redis_errors():
-        reply = await bus.scripts.run(
-            "complete",
-            [keys.job(claim.job), keys.active, keys.done, keys.stats],
-            [claim.job, claim.token, data],
-        )
+    return [keys.job(claim.job), keys.active, keys.done, keys.stats], [claim.job, claim.token, data]
+
+
+def finish_outcome(claim: Claim, reply: Any) -> Finish:
+    """Read a complete.lua reply."""
     code = _code("complete", reply)
     if code == -1:
         raise _unknown(claim.job)
     return Finish.DONE if code == 1 else Finish.STALE
+
+
+async def complete(bus: Bus, claim: Claim, result: bytes = b"") -> Finish:
+    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's."""
+    keys, args = complete_call(bus, claim, result)
+    with translate_redis_errors():
+        reply = await bus.scripts.run("complete", keys, args)
+    return finish_outcome(claim, reply)
 
 
 def backoff_ms(bus: Bus, tries: int) -> int:
@@ -230,6 +238,8 @@ async def fail(
     check_claim(claim)
     if not isinstance(error, str):
         raise InvalidPayload(f"error is a str, got {type(error).__name__}")
+    if not isinstance(retryable, bool):  # int("no") would escape the error tree; 0 would dead-letter
+        raise InvalidOption(f"retryable is a bool, got {retryable!r}")
     delay = backoff_ms(bus, claim.tries or claim.token) if delay_ms is None else delay_ms
     delay = check_int("delay_ms", delay, 0, MAX_DELAY_MS)
     keys = bus.keys

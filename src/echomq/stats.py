@@ -1,8 +1,9 @@
 """Read-only views for dashboards and the CLI: counters, depth per state, lanes and fairness lag.
 
 Counters are incremented inside the scripts, so they agree with the state they describe. The *fairness
-lag* of a lane is the number of claims served (on the whole bus) since its head job became claimable:
-with the ring rotation it stays below the number of lanes waiting, however deep any one lane is.
+lag* of a lane is the number of claims served (on the whole bus) since the lane was last served, or
+since it became non-empty if it was not served since: with the ring rotation it stays below the number
+of lanes waiting, however deep any one lane is (see claim.lua for how the scripts keep it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 class LaneStats:
     lane: str
     depth: int
-    lag: int  # claims served since this lane's head became claimable
+    lag: int  # claims served since this lane was last served (or became non-empty)
 
 
 @dataclass(frozen=True, slots=True)

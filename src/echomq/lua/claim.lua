@@ -11,6 +11,12 @@
 
   Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of KEYS).
 
+  Fairness lag: the 'ready' field of a lane's head row is the 'claimed' serial since which the lane
+  waits for service: set when the lane became non-empty, reset here to the serial after each claim
+  that serves the lane, and inherited from the old head by a job that enters a waiting lane ahead of
+  it (enqueue, fail, release, sweep, retry_dead). So serial - ready is the number of claims served
+  since the lane was last served, which the rotation keeps below the number of lanes waiting.
+
   Input:
     KEYS[1] ring    (list)  serviceable lanes
     KEYS[2] active  (zset)  claimed ids by lease deadline (ms)
@@ -46,7 +52,8 @@ while n < count do
   if not lane then break end
   local laneKey = prefix .. 'lane:' .. lane
   local head = redis.call('ZPOPMIN', laneKey)
-  if redis.call('ZCARD', laneKey) == 0 then redis.call('RPOP', ringKey) end
+  local nextHead = redis.call('ZRANGE', laneKey, 0, 0)
+  if not nextHead[1] then redis.call('RPOP', ringKey) end
   if head[1] then
     local jobId = head[1]
     local jobKey = prefix .. 'job:' .. jobId
@@ -55,8 +62,10 @@ while n < count do
     local row = redis.call('HMGET', jobKey, 'payload', 'max', 'ready')
     redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner)
     redis.call('ZADD', activeKey, deadline, jobId)
-    local lag = serial - tonumber(row[3] or serial)  -- claims served before this one since it was ready
+    local lag = serial - tonumber(row[3] or serial)  -- claims served before this one since the lane waits
     serial = serial + 1
+    -- The lane was just served: its next head waits from here (see 'Fairness lag' above).
+    if nextHead[1] then redis.call('HSET', prefix .. 'job:' .. nextHead[1], 'ready', serial) end
     if lag > lagMax then lagMax = lag end
     n = n + 1
     out[#out + 1] = jobId

@@ -55,7 +55,17 @@ if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
 else
   redis.call('ZADD', laneKey, priority, jobId)
-  if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
+  local ready = serial
+  if redis.call('ZCARD', laneKey) == 1 then
+    redis.call('RPUSH', ringKey, lane)
+  else
+    -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
+    local head = redis.call('ZRANGE', laneKey, 0, 1)
+    if head[1] == jobId then
+      ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
+    end
+  end
+  if ready ~= serial then redis.call('HSET', jobKey, 'ready', ready) end
 end
 -- A token also for a delayed job: an idle worker wakes, learns the new next due time, sleeps again.
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end

@@ -62,8 +62,17 @@ if delayMs > 0 then
 else
   local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
   redis.call('ZADD', laneKey, tonumber(row[5]), jobId)
-  if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
-  redis.call('HSET', jobKey, 'state', 'queued', 'error', err, 'ready', serial)
+  local ready = serial
+  if redis.call('ZCARD', laneKey) == 1 then
+    redis.call('RPUSH', ringKey, lane)
+  else
+    -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
+    local head = redis.call('ZRANGE', laneKey, 0, 1)
+    if head[1] == jobId then
+      ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
+    end
+  end
+  redis.call('HSET', jobKey, 'state', 'queued', 'error', err, 'ready', ready)
 end
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 if delayMs > 0 then return {1, 'delayed'} end

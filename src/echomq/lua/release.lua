@@ -37,9 +37,18 @@ if row[4] ~= lane then return redis.error_reply('ERR release: lane ' .. lane .. 
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 redis.call('ZREM', activeKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
-if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
+local ready = serial
+if redis.call('ZCARD', laneKey) == 1 then
+  redis.call('RPUSH', ringKey, lane)
+else
+  -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
+  local head = redis.call('ZRANGE', laneKey, 0, 1)
+  if head[1] == jobId then
+    ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
+  end
+end
 redis.call('HINCRBY', jobKey, 'tries', -1)
-redis.call('HSET', jobKey, 'state', 'queued', 'ready', serial)
+redis.call('HSET', jobKey, 'state', 'queued', 'ready', ready)
 redis.call('HDEL', jobKey, 'deadline')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'released', 1)

@@ -33,8 +33,17 @@ local laneKey = prefix .. 'lane:' .. row[2]
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 redis.call('ZREM', deadKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
-if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, row[2]) end
-redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0, 'ready', serial)
+local ready = serial
+if redis.call('ZCARD', laneKey) == 1 then
+  redis.call('RPUSH', ringKey, row[2])
+else
+  -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
+  local head = redis.call('ZRANGE', laneKey, 0, 1)
+  if head[1] == jobId then
+    ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
+  end
+end
+redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0, 'ready', ready)
 redis.call('HDEL', jobKey, 'finished')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'resurrected', 1)

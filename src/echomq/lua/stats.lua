@@ -3,7 +3,8 @@
 
   Called by echomq.stats.read_stats. Read-only. Queued depth sums every lane in the ring (O(lanes));
   the first ARGV[2] lanes of the ring are also returned with their depth and fairness lag: the number of
-  claims served since the lane's head job became claimable.
+  claims served since the lane was last served, or became non-empty (its head row's 'ready', see
+  claim.lua).
 
   Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
 

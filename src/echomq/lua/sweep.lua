@@ -49,8 +49,17 @@ local queuedAny = false
 local function toLane(jobId, jobKey, lane, priority)
   local laneKey = prefix .. 'lane:' .. lane
   redis.call('ZADD', laneKey, tonumber(priority), jobId)
-  if redis.call('ZCARD', laneKey) == 1 then redis.call('RPUSH', ringKey, lane) end
-  redis.call('HSET', jobKey, 'state', 'queued', 'ready', serial)
+  local ready = serial
+  if redis.call('ZCARD', laneKey) == 1 then
+    redis.call('RPUSH', ringKey, lane)
+  else
+    -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
+    local head = redis.call('ZRANGE', laneKey, 0, 1)
+    if head[1] == jobId then
+      ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
+    end
+  end
+  redis.call('HSET', jobKey, 'state', 'queued', 'ready', ready)
   queuedAny = true
 end
 

@@ -1,0 +1,149 @@
+"""The fetcher: when a worker claims, when it blocks on the wake list, and when it sweeps.
+
+Blocking happens outside Lua, claiming inside it. The fetcher claims a batch for the worker's free slots;
+when the claim comes back short, the ring was empty (and the claim deleted the stale wake tokens), so
+every job that becomes claimable from then on pushes a fresh token, and the fetcher blocks on the wake
+list (BLPOP, on a connection of its own whose socket timeout outlasts the block) until a token arrives,
+the next sweep is due, or the next delayed job is due (the claim reply says when). A block that ends
+without a token is followed by the sweep, not by a claim, which is what keeps an idle worker at two
+commands per block; once per :data:`SAFETY_CLAIM_S` it claims anyway.
+
+The sweep runs every ``sweep_every_s`` under a shared lock of a little less than that period, so N
+workers on one bus reclaim about once per period; it also runs as soon as a delayed job is due, which
+promotes it (promotion is not locked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Iterable
+from typing import Any
+
+from echomq._clients import async_twin
+from echomq.bus import Bus
+from echomq.jobs import Claim
+from echomq.lanes import Claimed
+from echomq.logs import emit
+
+log = logging.getLogger("echomq.worker")
+
+# How long one BLPOP on the wake list lasts when idle. An enqueue wakes a blocked worker at once through
+# its wake token, so this value costs no pickup latency: it only sets how often an idle worker speaks to
+# Redis. 10 s, on the same timer as a 10 s sweep, keeps an idle worker at one BLPOP and one sweep per
+# 10 s (the budget is in echomq.worker); a shorter block buys nothing but commands, a longer one would
+# only stretch the sweep period it is tied to.
+IDLE_BLOCK_S = 10.0
+# An idle worker claims once this often even without a wake token, so a token lost with a dropped
+# connection (popped by a BLPOP whose client died) delays a queued job by at most this long.
+SAFETY_CLAIM_S = 60.0
+_SLACK_S = 0.02  # a timer this close to due counts as due, so a BLPOP ending on time is not split in two
+_SOCKET_MARGIN_S = 5.0  # the pickup connection's socket timeout exceeds the longest block by this much
+
+
+async def first_of(awaitables: Iterable[Awaitable[Any]], within_s: float | None) -> None:
+    """Wait until one of ``awaitables`` is done or ``within_s`` passes; cancel the unfinished ones."""
+    futures = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(futures, timeout=within_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for future in futures:
+            if not future.done():
+                future.cancel()
+
+
+class Fetcher:
+    """Claims for one worker, blocks when there is nothing to claim, sweeps on its timer."""
+
+    def __init__(
+        self, bus: Bus, *, lease_ms: int, owner: str, sweep_every_s: float, stopping: asyncio.Event
+    ) -> None:
+        self.bus = bus
+        self.lease_ms = lease_ms
+        self.owner = owner
+        self.sweep_every_s = sweep_every_s
+        # A little less than the period, so this worker's own next sweep never finds its own lock held.
+        self.sweep_lock_ms = max(1, int(sweep_every_s * 900))
+        self._stopping = stopping
+        self._waker: Bus | None = None
+        self._need_claim = True
+        self._next_sweep_at = 0.0  # monotonic; 0 = sweep at once (a predecessor's jobs come back early)
+        self._due_at: float | None = None  # monotonic time the next delayed job is due
+        self._next_safety_claim_at = 0.0
+
+    def open(self) -> None:
+        """Make the pickup connection (it connects on first use)."""
+        if self._waker is None:
+            client = async_twin(self.bus.redis, socket_timeout=IDLE_BLOCK_S + _SOCKET_MARGIN_S)
+            self._waker = Bus(client, self.bus.tag, self.bus.settings)
+
+    async def aclose(self) -> None:
+        if self._waker is not None:
+            await self._waker.aclose()
+            self._waker = None
+
+    def want_claim(self) -> None:
+        """Claim at the next :meth:`fetch` without blocking first (a slot freed, or an error passed)."""
+        self._need_claim = True
+
+    def until_timer(self) -> float:
+        """Seconds until the next sweep or the next delayed job is due."""
+        at = self._next_sweep_at if self._due_at is None else min(self._next_sweep_at, self._due_at)
+        return max(0.0, at - time.monotonic())
+
+    async def fetch(self, free: int) -> list[Claim]:
+        """Up to ``free`` claimed jobs; ``[]`` after a block that found none. Sweeps first when due."""
+        await self.sweep_if_due()
+        if self._need_claim or time.monotonic() >= self._next_safety_claim_at:
+            claimed = await self.bus.claim_batch(count=free, lease_ms=self.lease_ms, owner=self.owner)
+            self._next_safety_claim_at = time.monotonic() + SAFETY_CLAIM_S
+            self._note_due(claimed)
+            # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time.
+            self._need_claim = len(claimed.jobs) == free
+            if claimed.jobs:
+                return claimed.jobs
+        self._need_claim = await self._block()
+        return []
+
+    async def sweep_if_due(self) -> None:
+        now = time.monotonic()
+        due = self._due_at is not None and now + _SLACK_S >= self._due_at
+        if due or now + _SLACK_S >= self._next_sweep_at:
+            moved = await self._sweep()
+            self._need_claim = self._need_claim or moved or due
+
+    async def _block(self) -> bool:
+        """Block on the wake list until a token (True), a timer or stop (False)."""
+        timeout = min(IDLE_BLOCK_S, self.until_timer())
+        if timeout <= _SLACK_S or self._waker is None:
+            return False
+        pickup = asyncio.ensure_future(self._waker.wait_for_work(timeout))
+        await first_of([pickup, self._stopping.wait()], None)
+        if not pickup.done():  # stopping: the BLPOP was cancelled (its connection is dropped)
+            return False
+        return pickup.result()
+
+    async def _sweep(self) -> bool:
+        """Run the timed sweep; True if it moved jobs to their lanes."""
+        report = await self.bus.sweep(lock_ms=self.sweep_lock_ms)
+        self._next_sweep_at = time.monotonic() + self.sweep_every_s
+        self._due_at = None  # promoted now; the next claim reply says when the next one is due
+        level = logging.INFO if report.reclaimed or report.dead else logging.DEBUG
+        emit(
+            log,
+            level,
+            "worker.swept",
+            promoted=report.promoted,
+            reclaimed=report.reclaimed,
+            dead=report.dead,
+            trimmed=report.trimmed,
+            locked_out=not report.swept,
+        )
+        return report.promoted > 0 or report.reclaimed > 0
+
+    def _note_due(self, claimed: Claimed) -> None:
+        if claimed.next_due_ms is None:
+            self._due_at = None
+        else:
+            self._due_at = time.monotonic() + max(0, claimed.next_due_ms - claimed.server_ms) / 1000

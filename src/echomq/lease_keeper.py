@@ -1,0 +1,123 @@
+"""The lease keeper: renews every in-flight lease from its own thread, on its own blocking client.
+
+A handler that blocks the event loop (a sync call inside an ``async def``, a long CPU step) must not lose
+its lease for that reason alone, so extension does not run on the event loop: a daemon thread wakes every
+``lease_ms / 3`` and renews all tracked leases in one pipeline of ``extend.lua`` calls (server clock, so
+worker clocks never matter). With nothing in flight it issues no command at all.
+
+When Redis answers ``Lease.REVOKED`` (the sweep reaped the lease: the worker stalled, or was partitioned,
+past its deadline), the keeper sets that job's ``revoked`` event, logs ``lease.revoked`` and stops
+renewing it; the worker then cancels an async handler. A thread handler may still be running: it should
+check ``job.revoked`` before side effects, and its finish will be refused as stale. A failed round (Redis
+unreachable) is logged and retried at the next tick: a lease survives as long as one renewal per lease
+lands.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import redis
+
+from echomq import jobs
+from echomq._clients import blocking_twin
+from echomq._scripts import SyncScripts
+from echomq.errors import EchoMQError
+from echomq.logs import emit
+from echomq.states import Lease
+
+if TYPE_CHECKING:
+    from echomq.bus import Bus
+    from echomq.jobs import Claim
+
+log = logging.getLogger("echomq.lease_keeper")
+
+LeaseKey = tuple[str, int]  # (job id, attempts token): one claim
+
+
+class LeaseKeeper:
+    """Extends the leases of the claims it tracks until they are untracked or revoked."""
+
+    def __init__(self, bus: Bus, lease_ms: int, on_revoked: Callable[[Claim], None] | None = None) -> None:
+        self.bus = bus
+        self.on_revoked = on_revoked  # called in the keeper's thread
+        self.lease_ms = lease_ms
+        self.interval_s = lease_ms / 3 / 1000
+        self._lock = threading.Lock()
+        self._tracked: dict[LeaseKey, tuple[Claim, threading.Event]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._client: redis.Redis | None = None
+        self._scripts: SyncScripts | None = None
+
+    def start(self) -> None:
+        """Start the thread (idempotent)."""
+        if self._thread is not None:
+            return
+        # A round must not hang past the lease it is renewing, but gets at least a second.
+        self._client = blocking_twin(self.bus.redis, socket_timeout=max(1.0, self.interval_s))
+        self._scripts = SyncScripts(self._client)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="echomq-lease-keeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread, wait for its current round, and close its client."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 2 * self.interval_s))
+            self._thread = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def track(self, claim: Claim, revoked: threading.Event) -> None:
+        """Renew ``claim``'s lease from the next tick on; set ``revoked`` if Redis refuses it."""
+        with self._lock:
+            self._tracked[(claim.job, claim.token)] = (claim, revoked)
+
+    def untrack(self, claim: Claim) -> bool:
+        """Stop renewing ``claim``; True if it was still tracked (not revoked)."""
+        with self._lock:
+            return self._tracked.pop((claim.job, claim.token), None) is not None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.extend_all()
+
+    def extend_all(self) -> None:
+        """One round: renew every tracked lease in one pipeline (no command when none is tracked)."""
+        with self._lock:
+            batch = list(self._tracked.values())
+        if not batch or self._client is None or self._scripts is None:
+            return
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for claim, _ in batch:
+                keys, args = jobs.extend_call(self.bus, claim, self.lease_ms)
+                self._scripts.run("extend", keys, args, client=pipe)
+            replies = pipe.execute(raise_on_error=False)
+        except redis.RedisError as exc:
+            emit(log, logging.WARNING, "lease.error", error=str(exc) or type(exc).__name__, jobs=len(batch))
+            return
+        for (claim, revoked), reply in zip(batch, replies, strict=True):
+            if isinstance(reply, Exception):
+                emit(log, logging.WARNING, "lease.error", job=claim.job, error=str(reply))
+                continue
+            try:
+                outcome = jobs.lease_outcome(claim, reply)
+            except EchoMQError:  # no row any more: the job is gone, which revokes the lease too
+                outcome = Lease.REVOKED
+            if outcome is Lease.REVOKED:
+                self._revoke(claim, revoked)
+
+    def _revoke(self, claim: Claim, revoked: threading.Event) -> None:
+        if not self.untrack(claim):
+            return  # finished or released meanwhile: not a revocation
+        revoked.set()
+        emit(log, logging.WARNING, "lease.revoked", job=claim.job, lane=claim.lane, attempt=claim.token)
+        if self.on_revoked is not None:
+            self.on_revoked(claim)

@@ -1,0 +1,238 @@
+"""The processor: runs one claimed job through its handler and finishes it with the right fenced call.
+
+* An ``async def`` handler is awaited on the event loop; any other callable runs in a daemon thread of
+  a pool sized to the worker's concurrency (daemon, so a hung handler never keeps the process alive).
+* The handler's return value decides the finish: ``bytes`` or ``None`` -> :func:`echomq.jobs.complete`
+  with that result; a :class:`~echomq.states.Finish` value -> the handler finished the job itself (with
+  its own fenced script) and nothing more is sent; anything else is a programming error and the job is
+  dead-lettered with a message saying so.
+* An exception -> :func:`echomq.jobs.fail`, retried with backoff until max attempts, except
+  :class:`~echomq.errors.Permanent`, which dead-letters at once.
+* ``job_timeout_s`` -> the job fails with a timeout error (a try is spent). An async handler is
+  cancelled. A thread cannot be killed: it runs on with ``job.revoked`` set, its result is ignored, and
+  its slot stays taken until it returns, so no more than ``concurrency`` handler threads ever exist.
+  Anything it does to Redis through the fenced calls is refused as stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from echomq.errors import InvalidInput, Permanent, RedisUnavailable, UnknownJob
+from echomq.logs import emit
+from echomq.states import Failure, Finish
+
+if TYPE_CHECKING:
+    from echomq.worker import Job, Worker
+
+log = logging.getLogger("echomq.worker")
+
+# Backoff between tries of a finishing call that could not reach Redis. The calls are fenced, so a retry
+# is safe; one whose first try landed but lost its reply is answered stale (the row shows the truth).
+_FINISH_RETRY_S = (0.1, 0.5, 2.0)
+_ERROR_LIMIT = 2000  # characters of an exception's text stored on the row
+
+
+def is_async_handler(handler: Callable[..., Any]) -> bool:
+    """True for an ``async def`` (or an object whose ``__call__`` is one, or a partial of one)."""
+    call = getattr(handler, "__call__", None)  # noqa: B004  (we need the method, not callability)
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
+class DaemonThreads:
+    """A fixed pool of daemon threads that hands results back to the event loop as futures."""
+
+    def __init__(self, size: int, name: str = "echomq-handler") -> None:
+        self.size = size
+        self.name = name
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            if self._idle == 0 and len(self._threads) < self.size:
+                thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}")
+                thread.daemon = True
+                self._threads.append(thread)
+                self._idle += 1
+                thread.start()
+            self._idle -= 1
+        future.add_done_callback(_retrieve)
+        self._queue.put((call, future))
+        return future
+
+    def shutdown(self) -> None:
+        """Let idle threads exit; busy ones exit after their call (they are daemons either way)."""
+        for _ in self._threads:
+            self._queue.put(None)
+        self._threads.clear()
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            call, future = item
+            loop = future.get_loop()
+            try:
+                value = call()
+            except BaseException as exc:  # noqa: BLE001  (handed to the awaiting task, never lost)
+                self._hand_back(loop, future, None, exc)
+            else:
+                self._hand_back(loop, future, value, None)
+            with self._lock:
+                self._idle += 1
+
+    @staticmethod
+    def _hand_back(
+        loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, exc: BaseException | None
+    ) -> None:
+        def settle() -> None:
+            if future.done():
+                return
+            if exc is None:
+                future.set_result(value)
+            else:
+                future.set_exception(exc)
+
+        # RuntimeError: the loop closed while a timed-out handler ran on; its result is ignored.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a thread's outcome as seen: a result nobody awaits any more (timeout, shutdown) is ignored."""
+    if not future.cancelled():
+        future.exception()
+
+
+class TimedOut(Exception):
+    """The handler exceeded the worker's ``job_timeout_s``; ``thread`` is a thread handler still running."""
+
+    def __init__(self, after_s: float, thread: asyncio.Future[Any] | None = None) -> None:
+        super().__init__(after_s)
+        self.after_s = after_s
+        self.thread = thread
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:_ERROR_LIMIT]
+
+
+async def process(worker: Worker, job: Job) -> None:
+    """Run ``job`` and finish it. Cancelled by shutdown (which releases the claim itself) or by a reaped
+    lease (an async handler); a cancelled run sends no finish."""
+    try:
+        value = await _invoke(worker, job)
+    except asyncio.CancelledError:
+        raise
+    except TimedOut as exc:
+        job.revoked.set()
+        worker.counts.timed_out += 1
+        emit(log, logging.WARNING, "job.timeout", job=job.id, attempt=job.attempt, after_s=exc.after_s)
+        if exc.thread is not None:  # the thread runs on: its slot stays taken until it returns
+            worker.hold_slot(exc.thread)
+        await _fail(worker, job, f"TimedOut: no result after {exc.after_s} s", retryable=True)
+        return
+    except Exception as exc:  # noqa: BLE001  (every handler error is recorded on the job)
+        await _fail(worker, job, _error_text(exc), retryable=not isinstance(exc, Permanent))
+        return
+    if isinstance(value, Finish):
+        worker.keeper.untrack(job.claim)
+        _finished(worker, job, value, by="handler")
+    elif value is None or isinstance(value, bytes | bytearray | memoryview):
+        await _complete(worker, job, bytes(value or b""))
+    else:
+        problem = f"handler returned {type(value).__name__}; expected bytes, None or Finish"
+        await _fail(worker, job, problem, retryable=False)
+
+
+async def _invoke(worker: Worker, job: Job) -> Any:
+    handler: Callable[[Job], Any] = worker.handler  # async or sync, told apart by handler_is_async
+    timeout = worker.job_timeout_s
+    if worker.handler_is_async:
+        scope = asyncio.timeout(timeout)
+        try:
+            async with scope:
+                return await handler(job)
+        except TimeoutError:
+            if timeout is not None and scope.expired():
+                raise TimedOut(timeout) from None
+            raise  # the handler's own TimeoutError: an ordinary failure
+    future = worker.threads.submit(lambda: handler(job))
+    if timeout is None:
+        return await future
+    done, _ = await asyncio.wait({future}, timeout=timeout)
+    if not done:
+        raise TimedOut(timeout, future)
+    return future.result()
+
+
+async def _with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> Any:
+    for pause in (*_FINISH_RETRY_S, None):
+        try:
+            return await call()
+        except RedisUnavailable as exc:
+            if pause is None:
+                emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error=str(exc))
+                return None
+            await asyncio.sleep(pause)
+        except UnknownJob:
+            emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error="row gone")
+            return None
+    return None  # pragma: no cover  (the loop always returns)
+
+
+async def _complete(worker: Worker, job: Job, result: bytes) -> None:
+    worker.keeper.untrack(job.claim)
+    try:
+        outcome = await _with_retries(worker, job, lambda: worker.completions.complete(job.claim, result))
+    except InvalidInput as exc:  # e.g. a result over the payload limit: it can never be stored
+        await _fail(worker, job, _error_text(exc), retryable=False)
+        return
+    if outcome is not None:
+        _finished(worker, job, outcome, by="worker")
+
+
+def _finished(worker: Worker, job: Job, outcome: Finish, *, by: str) -> None:
+    if outcome is Finish.DONE:
+        worker.counts.completed += 1
+        emit(log, logging.DEBUG, "job.completed", job=job.id, lane=job.lane, attempt=job.attempt, by=by)
+    else:
+        worker.counts.stale += 1
+        emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="complete")
+
+
+async def _fail(worker: Worker, job: Job, error: str, *, retryable: bool) -> None:
+    worker.keeper.untrack(job.claim)
+    outcome = await _with_retries(worker, job, lambda: worker.bus.fail(job.claim, error, retryable=retryable))
+    if outcome is None:
+        return
+    if outcome is Failure.STALE:
+        worker.counts.stale += 1
+        emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="fail")
+        return
+    worker.counts.failed += 1
+    if outcome is Failure.DEAD:
+        worker.counts.dead += 1
+    emit(
+        log,
+        logging.WARNING,
+        "job.failed",
+        job=job.id,
+        lane=job.lane,
+        attempt=job.attempt,
+        tries=job.tries,
+        outcome=outcome.value,
+        error=error[:200],
+    )

@@ -1,0 +1,398 @@
+"""The worker: claims jobs for its free slots, runs a handler on each, and finishes them, fenced.
+
+Runtime shape: this module is the worker's life (slots, start, graceful shutdown, signals);
+:mod:`echomq.fetcher` decides when to claim, block on the wake list and sweep; :mod:`echomq.processor`
+runs one job (handler, timeout, complete or fail); :mod:`echomq.completions` batches the completes;
+:mod:`echomq.lease_keeper` renews leases from its own thread. The scripts behind :mod:`echomq.lanes`,
+:mod:`echomq.jobs` and :mod:`echomq.sweep` do every state change atomically.
+
+Guarantees
+==========
+* **At least once.** A claimed job is in ``active`` under a lease until it is finished; if this worker
+  dies, stalls or loses Redis, the sweep returns the job to its lane after the lease and another claim
+  runs it. No job is dropped by a worker failure.
+* **A handler can run twice** (or more) for one job, in exactly these cases:
+
+  1. the worker dies (crash, SIGKILL, OOM, host loss) after the handler's effect and before its
+     ``complete`` lands; the next claimant runs the job again;
+  2. the lease is reaped while the handler still runs: the whole process stalled past ``lease_ms``
+     (the lease keeper thread starved too: a stopped process, a partition from Redis, a clock jump on
+     the server), the sweep returned the job, and another run started; the first run goes on until it
+     looks at ``job.revoked``;
+  3. a thread handler exceeded ``job_timeout_s``: the job is failed (and so retried) while the thread,
+     which cannot be killed, may still be running;
+  4. a finishing call could not reach Redis after its retries: the job is redelivered after the lease;
+  5. graceful shutdown released a job whose handler had done its effect but not returned in time.
+
+  Make the effect idempotent on ``job.id``, or do the effect and the completion in one fenced script and
+  return its :class:`~echomq.states.Finish` from the handler.
+* **Never finished twice.** Every finish carries the claim's attempts token, and Redis refuses a stale
+  one (``job.stale`` in the logs): of two runs, at most one completes the job.
+* **revoked** (``job.revoked``, a ``threading.Event``) is set when this run no longer owns the job: the
+  lease keeper found the lease reaped (``lease.revoked``), the job timed out, or shutdown released it.
+  On a reaped lease an async handler is also cancelled (``CancelledError`` at its next ``await``); a
+  thread handler cannot be, so it should check ``job.revoked`` before each side effect, which narrows
+  case 2 to the time between two checks. Its finish is refused as stale either way.
+* **Leases** are renewed every ``lease_ms / 3`` by the keeper thread, also while a handler blocks the
+  event loop; a lease is lost only when no renewal lands for a whole ``lease_ms``.
+* **Graceful shutdown** (``stop()``, SIGTERM or SIGINT): claiming stops; in-flight jobs get ``grace_s``
+  to finish; the rest are released at once (back to their lanes, the try not counted), so a restarted
+  worker picks them up without waiting for their leases. A second signal releases at once.
+
+Idle command budget
+===================
+An idle worker (nothing in flight, nothing queued) sends, per :data:`SWEEP_PERIOD_S`, one BLPOP on the
+wake list (blocking :data:`IDLE_BLOCK_S` at most) and one sweep, plus one claim per
+:data:`SAFETY_CLAIM_S`: 6 + 6 + 1 = 13 commands a minute
+with the defaults, within :data:`IDLE_COMMANDS_PER_MIN` (each script call counts as one command). The
+lease keeper sends nothing when nothing is in flight, and there are no heartbeat keys. A shorter
+``sweep_every_s`` raises the count proportionally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from echomq import processor
+from echomq._validate import check_int
+from echomq.bus import Bus
+from echomq.completions import Completions
+from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable
+from echomq.fetcher import IDLE_BLOCK_S, SAFETY_CLAIM_S, Fetcher, first_of
+from echomq.jobs import MAX_LEASE_MS, Claim
+from echomq.lanes import MAX_BATCH
+from echomq.lease_keeper import LeaseKeeper
+from echomq.logs import emit
+from echomq.states import Finish, Release
+
+__all__ = [
+    "IDLE_BLOCK_S",
+    "IDLE_COMMANDS_PER_MIN",
+    "SAFETY_CLAIM_S",
+    "SWEEP_PERIOD_S",
+    "Handler",
+    "HandlerResult",
+    "Job",
+    "Worker",
+    "WorkerCounts",
+]
+
+log = logging.getLogger("echomq.worker")
+
+# How often a worker sweeps (reclaims expired leases, promotes due delayed jobs). A killed worker's job is
+# claimable again at most lease + this period after its last renewal.
+SWEEP_PERIOD_S = 10.0
+# The documented ceiling of Redis commands a minute from one idle worker (the default settings send 13).
+IDLE_COMMANDS_PER_MIN = 20
+
+_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # pauses of the loop after Redis errors, the last one repeated
+_FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire gets this long to land
+
+HandlerResult = bytes | Finish | None
+Handler = Callable[["Job"], Awaitable[HandlerResult]] | Callable[["Job"], HandlerResult]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Job:
+    """What a handler receives: one claimed job, and the event that says this run lost it."""
+
+    claim: Claim
+    revoked: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.claim.job
+
+    @property
+    def lane(self) -> str:
+        return self.claim.lane
+
+    @property
+    def payload(self) -> bytes:
+        return self.claim.payload
+
+    @property
+    def attempt(self) -> int:
+        """The attempts token of this claim (1 for the first delivery)."""
+        return self.claim.token
+
+    @property
+    def tries(self) -> int:
+        """Tries spent against ``max_attempts``, this one included."""
+        return self.claim.tries
+
+    @property
+    def max_attempts(self) -> int:
+        return self.claim.max_attempts
+
+    @property
+    def deadline_ms(self) -> int:
+        """The lease deadline at claim time (server ms); the lease keeper pushes it on."""
+        return self.claim.deadline_ms
+
+
+@dataclass(slots=True)
+class WorkerCounts:
+    """Outcomes since the worker started (read them for a dashboard or a demo)."""
+
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0  # fail() calls that landed: retrying or dead
+    dead: int = 0  # of those, dead-lettered
+    stale: int = 0  # finishes refused: the lease was no longer this worker's
+    timed_out: int = 0
+    released: int = 0
+    revoked: int = 0
+
+
+def _check_seconds(name: str, value: object, *, low: float, high: float = 24 * 3600.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidOption(f"{name} is a number of seconds from {low} to {high}, got {value!r}")
+    return float(value)
+
+
+class Worker:
+    """Runs ``handler`` on the jobs of ``bus``, ``concurrency`` at a time; see the module doc."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        handler: Handler,
+        *,
+        concurrency: int = 10,
+        lease_ms: int = 30_000,
+        job_timeout_s: float | None = None,
+        sweep_every_s: float = SWEEP_PERIOD_S,
+        grace_s: float = 10.0,
+        owner: str | None = None,
+    ) -> None:
+        if not callable(handler):
+            raise InvalidOption(f"handler is a callable, got {type(handler).__name__}")
+        self.bus = bus
+        self.handler = handler
+        self.handler_is_async = processor.is_async_handler(handler)
+        self.concurrency = check_int("concurrency", concurrency, 1, MAX_BATCH)
+        self.lease_ms = check_int("lease_ms", lease_ms, 100, MAX_LEASE_MS)
+        self.job_timeout_s = (
+            None if job_timeout_s is None else _check_seconds("job_timeout_s", job_timeout_s, low=0.001)
+        )
+        self.sweep_every_s = _check_seconds("sweep_every_s", sweep_every_s, low=0.05, high=3600.0)
+        self.grace_s = _check_seconds("grace_s", grace_s, low=0.0)
+        self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}"
+        self.counts = WorkerCounts()
+        self.keeper = LeaseKeeper(bus, self.lease_ms, on_revoked=self._on_revoked)
+        self.threads = processor.DaemonThreads(self.concurrency)
+        self.completions = Completions(bus)
+        self._tasks: dict[asyncio.Task[None], Job] = {}
+        self._held_threads: set[asyncio.Future[Any]] = set()
+        self._stopping = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self.fetcher = Fetcher(
+            bus,
+            lease_ms=self.lease_ms,
+            owner=self.owner,
+            sweep_every_s=self.sweep_every_s,
+            stopping=self._stopping,
+        )
+        self._signals: list[signal.Signals] = []
+        self._event_loop: asyncio.AbstractEventLoop | None = None
+        self._running = False
+
+    @property
+    def processed(self) -> int:
+        """Jobs completed by this worker (or finished by its handler) since start."""
+        return self.counts.completed
+
+    @property
+    def failed(self) -> int:
+        """Failed tries recorded by this worker since start (retrying or dead)."""
+        return self.counts.failed
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def stop(self, *, now: bool = False) -> None:
+        """Stop claiming and shut down; with ``now``, release in-flight jobs without the grace period.
+
+        Call it from the worker's event loop (signal handlers installed by the worker do).
+        """
+        if not self._stopping.is_set():
+            emit(log, logging.INFO, "worker.stopping", in_flight=len(self._tasks), grace_s=self.grace_s)
+        self._stopping.set()
+        if now:
+            self._hurry.set()
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM / SIGINT stop the worker gracefully; a second one releases in-flight jobs at once."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal)
+            self._signals.append(sig)
+
+    def _on_signal(self) -> None:
+        self.stop(now=self._stopping.is_set())
+
+    def hold_slot(self, thread: asyncio.Future[Any]) -> None:
+        """Count a timed-out handler thread against ``concurrency`` until it returns."""
+        self._held_threads.add(thread)
+        thread.add_done_callback(self._thread_returned)
+
+    async def run(self, *, handle_signals: bool = False) -> None:
+        """Claim and process jobs until :meth:`stop` (or a signal, with ``handle_signals``).
+
+        A worker runs once: after :meth:`stop`, make a new one. The bus stays open (it is the caller's).
+        """
+        if self._running:
+            raise InvalidOption("this worker is already running")
+        self._running = True
+        self._event_loop = asyncio.get_running_loop()
+        try:
+            if handle_signals:
+                self.install_signal_handlers()
+            self.fetcher.open()
+            self.keeper.start()
+            await self._check_eviction_policy()
+            emit(
+                log,
+                logging.INFO,
+                "worker.started",
+                owner=self.owner,
+                tag=self.bus.tag,
+                concurrency=self.concurrency,
+                lease_ms=self.lease_ms,
+                sweep_every_s=self.sweep_every_s,
+            )
+            await self._loop()
+        finally:
+            await self._drain()
+            await self.completions.aclose()
+            self.keeper.stop()
+            self.threads.shutdown()
+            await self.fetcher.aclose()
+            loop = asyncio.get_running_loop()
+            for sig in self._signals:
+                loop.remove_signal_handler(sig)
+            self._signals.clear()
+            self._running = False
+            emit(log, logging.INFO, "worker.stopped", owner=self.owner, **asdict(self.counts))
+
+    async def _check_eviction_policy(self) -> None:
+        try:
+            reply: dict[Any, Any] = await self.bus.redis.config_get("maxmemory-policy")
+        except redis.RedisError as exc:  # CONFIG renamed, disabled or denied by an ACL (managed Redis)
+            emit(log, logging.DEBUG, "redis.config_unavailable", error=str(exc) or type(exc).__name__)
+            return
+        for key, value in reply.items():
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            policy = value.decode() if isinstance(value, bytes) else str(value)
+            if name == "maxmemory-policy" and policy != "noeviction":
+                emit(
+                    log,
+                    logging.WARNING,
+                    "redis.eviction_policy",
+                    policy=policy,
+                    advice="set maxmemory-policy noeviction: eviction can drop leases and jobs",
+                )
+
+    async def _loop(self) -> None:
+        errors = 0
+        while not self._stopping.is_set():
+            try:
+                free = self.concurrency - len(self._tasks) - len(self._held_threads)
+                if free > 0:
+                    for claim in await self.fetcher.fetch(free):
+                        self._start(claim)
+                else:  # every slot is busy: wait for one to free up (or a timer), without a command
+                    self._slot_freed.clear()
+                    waits = [self._slot_freed.wait(), self._stopping.wait()]
+                    await first_of(waits, self.fetcher.until_timer())
+                    await self.fetcher.sweep_if_due()
+                    self.fetcher.want_claim()
+                errors = 0
+            except RedisUnavailable as exc:
+                pause = _BACKOFF_S[min(errors, len(_BACKOFF_S) - 1)]
+                errors += 1
+                emit(log, logging.WARNING, "worker.redis_error", error=str(exc), retry_in_s=pause)
+                await first_of([self._stopping.wait()], pause)
+                self.fetcher.want_claim()
+
+    def _start(self, claim: Claim) -> None:
+        job = Job(claim)
+        self.keeper.track(claim, job.revoked)
+        task = asyncio.create_task(processor.process(self, job), name=f"echomq-job-{claim.job}")
+        self._tasks[task] = job
+        task.add_done_callback(self._task_done)
+        self.counts.claimed += 1
+        emit(log, logging.DEBUG, "job.claimed", job=claim.job, lane=claim.lane, attempt=claim.token)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        job = self._tasks.pop(task)
+        self._slot_freed.set()
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:  # a bug in the processor: the job stays active until the sweep reclaims it
+            self.keeper.untrack(job.claim)
+            log.error("processor failed on %s", job.id, exc_info=exc)
+
+    def _thread_returned(self, thread: asyncio.Future[Any]) -> None:
+        self._held_threads.discard(thread)
+        self._slot_freed.set()
+
+    def _on_revoked(self, claim: Claim) -> None:
+        """The keeper found ``claim``'s lease reaped (runs in the keeper thread)."""
+        self.counts.revoked += 1  # the only writer of this field
+        if self.handler_is_async and self._event_loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over anyway
+                self._event_loop.call_soon_threadsafe(self._cancel_revoked, claim)
+
+    def _cancel_revoked(self, claim: Claim) -> None:
+        """Cancel the async handler of a revoked claim: another run may own the job by now."""
+        for task, job in self._tasks.items():
+            if job.claim is claim:
+                task.cancel()
+
+    async def _drain(self) -> None:
+        """Give in-flight jobs the grace period, then release the rest and cancel their tasks."""
+        deadline = time.monotonic() + self.grace_s
+        while self._tasks and not self._hurry.is_set() and (left := deadline - time.monotonic()) > 0:
+            self._slot_freed.clear()
+            await first_of([self._slot_freed.wait(), self._hurry.wait()], left)
+        held = [(task, job) for task, job in self._tasks.items() if self.keeper.untrack(job.claim)]
+        for task, job in held:  # still running its handler: give it back to its lane now
+            job.revoked.set()
+            task.cancel()
+        await asyncio.gather(*(self._release(job) for _, job in held))
+        finishing = set(self._tasks)  # a finish already on the wire: let it land, briefly
+        if finishing:
+            await asyncio.wait(finishing, timeout=_FINISH_WAIT_S)
+            for task in finishing:
+                task.cancel()
+            await asyncio.gather(*finishing, return_exceptions=True)
+
+    async def _release(self, job: Job) -> None:
+        try:
+            outcome = await self.bus.release(job.claim)
+        except EchoMQError as exc:
+            emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error=str(exc))
+            return
+        if outcome is Release.RELEASED:
+            self.counts.released += 1
+            emit(log, logging.INFO, "job.released", job=job.id, lane=job.lane, attempt=job.attempt)
+        else:
+            self.counts.stale += 1
+            emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="release")
