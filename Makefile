@@ -41,7 +41,7 @@ check: lint typecheck test
 
 ## bench: queue figures as ratios to the Redis limit, measured in one run
 bench: $(STAMP)
-	$(BIN)/python bench/queue.py
+	$(BIN)/python -m bench.queue
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data

@@ -1,6 +1,7 @@
 """The queue benchmark: EchoMQ's figures as ratios to the Redis limit, measured in one run.
 
-Run with ``make bench`` (or ``.venv/bin/python bench/queue.py``). It starts its own redis-server
+Run with ``make bench`` (or ``.venv/bin/python -m bench.queue``; not as a script path, since the
+file name would shadow the standard library's ``queue``). It starts its own redis-server
 (AOF on, appendfsync everysec, as a production server would run), measures the Redis limit for each
 kind of work with a raw pipelined EVALSHA loop of the same script on a blocking client (no worker, no
 asyncio, the least client overhead there is), then measures EchoMQ doing that work, and prints one
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import redis
 
-from echomq import Bus, NewJob, ids
+from echomq import Bus, NewJob, ids, jobs, lanes
 from echomq._scripts import SyncScripts
 from echomq.keyspace import Keyspace
-from echomq.server import RedisProcess
+from echomq.server import CommandMonitor, RedisProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -38,49 +39,34 @@ def _new_jobs(count: int, lanes: int = LANES) -> list[NewJob]:
 # --- the Redis limit: raw pipelined EVALSHA loops ------------------------------------------------
 
 
-def limit_enqueue(client: redis.Redis, tag: str, count: int) -> float:
+def limit_enqueue(client: redis.Redis, bus: Bus, count: int) -> float:
     """enqueue.lua in pipelines of PIPELINE on one blocking client: admissions per second."""
-    keys, scripts = Keyspace(tag), SyncScripts(client)
-    jobs = _new_jobs(count)
+    scripts = SyncScripts(client)
+    calls = [jobs.enqueue_call(bus, job) for job in _new_jobs(count)]
     start = time.perf_counter()
     for i in range(0, count, PIPELINE):
         pipe = client.pipeline(transaction=False)
-        for job in jobs[i : i + PIPELINE]:
-            scripts.run(
-                "enqueue",
-                [keys.job(job.job), keys.lane(job.lane), keys.ring, keys.delayed, keys.wake, keys.stats],
-                [job.job, job.lane, job.payload, 5, 0, 0, 64],
-                client=pipe,
-            )
+        for keys, args in calls[i : i + PIPELINE]:
+            scripts.run("enqueue", keys, args, client=pipe)
         pipe.execute()
     return count / (time.perf_counter() - start)
 
 
-def limit_drain(client: redis.Redis, tag: str, count: int, batch: int = 500) -> float:
+def limit_drain(client: redis.Redis, bus: Bus, count: int, batch: int = 500) -> float:
     """claim.lua (batch) then complete.lua for each, pipelined: finished jobs per second."""
-    keys, scripts = Keyspace(tag), SyncScripts(client)
+    scripts = SyncScripts(client)
+    claim_keys, claim_args = lanes.claim_call(bus, batch, 30_000, "")
     start = time.perf_counter()
     done = 0
     while done < count:
-        reply = scripts.run(
-            "claim",
-            [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats],
-            [keys.prefix, 30_000, batch, ""],
-        )
-        n = int(reply[2])
-        if n == 0:
+        claimed = lanes.claimed_from_reply(scripts.run("claim", claim_keys, claim_args))
+        if not claimed.jobs:
             break
         pipe = client.pipeline(transaction=False)
-        for i in range(n):
-            job, token = reply[3 + 7 * i].decode(), int(reply[5 + 7 * i])
-            scripts.run(
-                "complete",
-                [keys.job(job), keys.active, keys.done, keys.stats],
-                [job, token, b""],
-                client=pipe,
-            )
+        for claim in claimed.jobs:
+            scripts.run("complete", *jobs.complete_call(bus, claim, b""), client=pipe)
         pipe.execute()
-        done += n
+        done += len(claimed.jobs)
     return done / (time.perf_counter() - start)
 
 
@@ -206,24 +192,18 @@ async def _wait_done(bus: Bus, job: str) -> bytes | None:
 
 
 def idle_commands_per_minute(seconds: float) -> float:
-    """One idle worker on a server of its own: commands it causes per minute (INFO excluded)."""
+    """One idle worker on a server of its own: the commands it sends per minute (MONITOR, scripts' inner
+    commands left out: a script call is one command)."""
     with RedisProcess(appendonly=False) as server:
-        client = redis.Redis.from_url(server.url)
         proc = _worker(server.url, "idle", "noop", 10)
         try:
             time.sleep(3)  # start-up commands are not idle ones
-            before = _commands(client)
+            monitor = CommandMonitor(server.port)
             time.sleep(seconds)
-            after = _commands(client)
+            sent = monitor.close()
         finally:
             _stop([proc])
-            client.close()
-    return (after - before) * 60 / seconds
-
-
-def _commands(client: redis.Redis) -> int:
-    stats = client.info("commandstats")
-    return sum(v["calls"] for k, v in stats.items() if k not in ("cmdstat_info",))
+    return len(sent) * 60 / seconds
 
 
 def main() -> None:
@@ -238,8 +218,9 @@ def main() -> None:
         url = server.url
         client = redis.Redis.from_url(url)
         version = client.info("server")["redis_version"]
-        lim_enq = limit_enqueue(client, "lim-enq", n)
-        lim_drain = limit_drain(client, "lim-enq", n)
+        limit_bus = Bus.from_url(url, tag="limit")  # builds keys and checks input; its client is unused
+        lim_enq = limit_enqueue(client, limit_bus, n)
+        lim_drain = limit_drain(client, limit_bus, n)
         rtt50, rtt99 = limit_roundtrip(client)
         single = asyncio.run(enqueue_single(url, "enq-single", min(n, 5000)))
         batched = asyncio.run(enqueue_batched(url, "enq-batched", n))

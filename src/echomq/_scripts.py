@@ -20,15 +20,15 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.commands.core import AsyncScript, Script
 
 KEY_COUNTS: dict[str, int] = {
-    "enqueue": 6,
-    "claim": 5,
+    "enqueue": 7,
+    "claim": 6,
     "complete": 4,
-    "fail": 8,
+    "fail": 9,
     "extend": 3,
-    "release": 6,
-    "retry_dead": 5,
-    "sweep": 8,
-    "stats": 6,
+    "release": 7,
+    "retry_dead": 6,
+    "sweep": 9,
+    "stats": 7,
 }
 
 

@@ -126,7 +126,8 @@ def _check_bytes(name: str, value: object, limit: int) -> bytes:
     return data
 
 
-def _enqueue_call(bus: Bus, spec: NewJob) -> tuple[list[str], list[Any]]:
+def enqueue_call(bus: Bus, spec: NewJob) -> tuple[list[str], list[Any]]:
+    """Keys and args of one enqueue.lua call, every input checked (shared with the benchmark)."""
     keys = bus.keys
     job_key = keys.job(spec.job)
     lane_key = keys.lane(spec.lane)
@@ -135,7 +136,7 @@ def _enqueue_call(bus: Bus, spec: NewJob) -> tuple[list[str], list[Any]]:
     priority = check_int("priority", spec.priority, -PRIORITY_LIMIT, PRIORITY_LIMIT)
     delay_ms = check_int("delay_ms", spec.delay_ms, 0, MAX_DELAY_MS)
     return (
-        [job_key, lane_key, keys.ring, keys.delayed, keys.wake, keys.stats],
+        [job_key, lane_key, keys.ring, keys.delayed, keys.wake, keys.stats, keys.waiting],
         [spec.job, spec.lane, payload, max_attempts, priority, delay_ms, bus.settings.wake_cap],
     )
 
@@ -161,7 +162,7 @@ async def enqueue(
     delay_ms: int = 0,
 ) -> Admission:
     """Admit ``job`` on ``lane`` once; see the module doc for duplicate and conflict."""
-    keys, args = _enqueue_call(bus, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
+    keys, args = enqueue_call(bus, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
     with translate_redis_errors():
         return _admission(await bus.scripts.run("enqueue", keys, args))
 
@@ -171,7 +172,7 @@ async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
 
     Every job is validated before anything is sent, so bad input changes nothing.
     """
-    calls = [_enqueue_call(bus, spec) for spec in jobs]
+    calls = [enqueue_call(bus, spec) for spec in jobs]
     if not calls:
         return []
     with translate_redis_errors():
@@ -255,6 +256,7 @@ async def fail(
                 keys.ring,
                 keys.wake,
                 keys.stats,
+                keys.waiting,
             ],
             [claim.job, claim.token, error[:4096], delay, int(retryable), claim.lane, bus.settings.wake_cap],
         )
@@ -295,7 +297,15 @@ async def release(bus: Bus, claim: Claim) -> Release:
     with translate_redis_errors():
         reply = await bus.scripts.run(
             "release",
-            [keys.job(claim.job), keys.active, keys.lane(claim.lane), keys.ring, keys.wake, keys.stats],
+            [
+                keys.job(claim.job),
+                keys.active,
+                keys.lane(claim.lane),
+                keys.ring,
+                keys.wake,
+                keys.stats,
+                keys.waiting,
+            ],
             [claim.job, claim.token, claim.lane, bus.settings.wake_cap],
         )
     code = _code("release", reply)
@@ -311,7 +321,7 @@ async def retry_dead(bus: Bus, job: str) -> bool:
     with translate_redis_errors():
         reply = await bus.scripts.run(
             "retry_dead",
-            [job_key, keys.dead, keys.ring, keys.wake, keys.stats],
+            [job_key, keys.dead, keys.ring, keys.wake, keys.stats, keys.waiting],
             [job, keys.prefix, bus.settings.wake_cap],
         )
     code = _code("retry_dead", reply)

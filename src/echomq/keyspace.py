@@ -17,6 +17,7 @@ key                    type    holds
 ``done`` / ``dead``    zset    finished / dead-lettered ids scored by finish time
 ``wake``               list    wake-up tokens for the blocking pickup
 ``stats``              hash    outcome counters, incremented inside the scripts
+``waiting``            hash    lane -> claim serial since it waits (its fairness lag)
 ``sweep:lock``         string  held for one sweep period so N workers sweep about once
 =====================  ======  ===========================================================
 """
@@ -95,6 +96,11 @@ class Keyspace:
     @property
     def stats(self) -> str:
         return f"{self.prefix}stats"
+
+    @property
+    def waiting(self) -> str:
+        """Hash: lane -> the claim serial since which it waits for service (its fairness lag)."""
+        return f"{self.prefix}waiting"
 
     @property
     def sweep_lock(self) -> str:

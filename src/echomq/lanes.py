@@ -19,7 +19,7 @@ Guarantees provided here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from echomq._validate import check_int
 from echomq.errors import InvalidOption, translate_redis_errors
@@ -46,29 +46,46 @@ def _check_owner(owner: object) -> None:
         raise InvalidOption(f"owner is a str of at most {_OWNER_LIMIT} characters")
 
 
-async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
-    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``."""
+def claim_call(bus: Bus, count: int, lease_ms: int, owner: str) -> tuple[list[str], list[Any]]:
+    """Keys and args of one claim.lua call, every input checked (shared with the benchmark)."""
     check_int("count", count, 1, MAX_BATCH)
     check_int("lease_ms", lease_ms, 1, MAX_LEASE_MS)
     _check_owner(owner)
     keys = bus.keys
-    with translate_redis_errors():
-        reply = await bus.scripts.run(
-            "claim",
-            [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats],
-            [keys.prefix, lease_ms, count, owner],
-        )
+    return (
+        [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats, keys.waiting],
+        [keys.prefix, lease_ms, count, owner],
+    )
+
+
+def claimed_from_reply(reply: Any) -> Claimed:
+    """Read a claim.lua reply."""
     next_due = int(reply[1])
     return Claimed(claims_from_reply(reply), int(reply[0]), None if next_due < 0 else next_due)
+
+
+async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
+    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``."""
+    keys, args = claim_call(bus, count, lease_ms, owner)
+    with translate_redis_errors():
+        reply = await bus.scripts.run("claim", keys, args)
+    return claimed_from_reply(reply)
 
 
 async def wait_for_work(bus: Bus, timeout_s: object) -> bool:
     """Block on the wake list for up to ``timeout_s`` seconds; True if a token arrived.
 
-    The client's ``socket_timeout`` must be None or longer than ``timeout_s``.
+    The client's ``socket_timeout`` must be None or longer than ``timeout_s`` (redis-py's default is
+    5 s): a longer block is refused with :class:`InvalidOption` rather than failing as a timeout.
     """
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 3600:
         raise InvalidOption(f"timeout_s is in (0, 3600], got {timeout_s!r}")
+    socket_timeout = bus.redis.connection_pool.connection_kwargs.get("socket_timeout")
+    if socket_timeout is not None and timeout_s >= socket_timeout:
+        raise InvalidOption(
+            f"timeout_s={timeout_s} needs a client whose socket_timeout is None or longer "
+            f"(it is {socket_timeout})"
+        )
     with translate_redis_errors():
         got = await bus.redis.blpop([bus.keys.wake], timeout=round(timeout_s, 3))
     return got is not None

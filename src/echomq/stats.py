@@ -61,7 +61,7 @@ async def read_stats(bus: Bus, *, lanes: int = 50) -> Stats:
     with translate_redis_errors():
         reply = await bus.scripts.run(
             "stats",
-            [keys.stats, keys.ring, keys.delayed, keys.active, keys.done, keys.dead],
+            [keys.stats, keys.ring, keys.delayed, keys.active, keys.done, keys.dead, keys.waiting],
             [keys.prefix, lanes],
         )
     flat, queued, delayed, active, done, dead, lanes_total, detail = reply

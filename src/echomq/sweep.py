@@ -58,6 +58,7 @@ async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> Sw
                 keys.wake,
                 keys.stats,
                 keys.sweep_lock,
+                keys.waiting,
             ],
             [
                 keys.prefix,

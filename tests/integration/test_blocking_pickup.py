@@ -12,14 +12,13 @@ from that worker or from the test itself. Two views of the same 30 s are compare
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 
 import pytest
 import redis
 
 from echomq import Bus, ids
+from echomq.server import CommandMonitor
 from echomq.worker import IDLE_BLOCK_S, IDLE_COMMANDS_PER_MIN
 from tests.support.workers import cli, eventually, state_is, stop_process
 
@@ -30,38 +29,6 @@ _SCRIPT_INNER = {
     "time", "hget", "hset", "hdel", "hmget", "hincrby", "set", "zadd", "zrem", "zcard", "zrange",
     "zrangebyscore", "zpopmin", "lmove", "rpop", "rpush", "lpush", "llen", "del", "exists", "pexpireat",
 }  # fmt: skip
-
-
-class Monitor:
-    """Counts the commands that clients (not scripts) send, through a raw MONITOR connection."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.sendall(b"MONITOR\r\n")
-        self.lines: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        self.sock.settimeout(0.2)
-        buffer = b""
-        while not self._stop.is_set():
-            try:
-                chunk = self.sock.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return
-            buffer += chunk
-            *complete, buffer = buffer.split(b"\r\n")
-            self.lines += [line.decode(errors="replace") for line in complete if line.startswith(b"+1")]
-
-    def close(self) -> list[str]:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
-        return [line for line in self.lines if "[0 lua]" not in line]
 
 
 def _calls(client: redis.Redis) -> dict[str, int]:
@@ -90,7 +57,7 @@ async def test_idle_worker_stays_within_its_command_budget(fresh_server):
         await eventually(
             lambda: _blocked_worker(client) is not None, 30, "the worker blocks on the wake list"
         )
-        monitor = Monitor(fresh_server.port)
+        monitor = CommandMonitor(fresh_server.port)
         before = _calls(client)
         time.sleep(WINDOW_S)
         after = _calls(client)

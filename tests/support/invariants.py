@@ -2,7 +2,8 @@
 
 1. Every job row is in exactly one location, and that location matches its ``state``
    (a trimmed tombstone is in none).
-2. A lane is in the ring iff it holds a job, and it is in the ring once.
+2. A lane is in the ring iff it holds a job, and it is in the ring once; the ``waiting`` hash (the
+   fairness lag's clock) has a field for exactly the lanes in the ring.
 3. Every id in a location has a row.
 """
 
@@ -68,4 +69,6 @@ def check(client: redis.Redis, keys: Keyspace) -> dict[str, str]:
     assert all(n == 1 for n in counts.values()), f"a lane is in the ring more than once: {counts}"
     non_empty = {place[5:] for places in where.values() for place in places if place.startswith("lane:")}
     assert set(ring) == non_empty, f"ring {sorted(ring)} != non-empty lanes {sorted(non_empty)}"
+    waiting = {lane.decode() for lane in client.hkeys(keys.waiting)}
+    assert waiting == set(ring), f"waiting {sorted(waiting)} != ring {sorted(ring)}"
     return states

@@ -118,6 +118,6 @@ def test_registry_refuses_a_call_with_the_wrong_key_count():
     """Running a script with a key list of the wrong length fails before anything is sent."""
     client = redis.Redis(port=1)  # never connected: the check happens before any command
     scripts = _scripts.SyncScripts(client)
-    with pytest.raises(AssertionError, match="takes 5 keys"):
+    with pytest.raises(AssertionError, match=f"takes {_scripts.KEY_COUNTS['claim']} keys"):
         scripts.get("claim", ["only-one"])
     client.close()

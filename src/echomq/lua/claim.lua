@@ -11,11 +11,10 @@
 
   Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of KEYS).
 
-  Fairness lag: the 'ready' field of a lane's head row is the 'claimed' serial since which the lane
-  waits for service: set when the lane became non-empty, reset here to the serial after each claim
-  that serves the lane, and inherited from the old head by a job that enters a waiting lane ahead of
-  it (enqueue, fail, release, sweep, retry_dead). So serial - ready is the number of claims served
-  since the lane was last served, which the rotation keeps below the number of lanes waiting.
+  Fairness lag: waiting[lane] is the 'claimed' serial since which the lane waits for service: set by
+  every script that puts the lane in the ring, reset here after each claim that serves the lane, and
+  removed when the lane leaves the ring. So serial - waiting[lane] is the number of claims served since
+  the lane was last served (or became non-empty), which the rotation keeps below the lanes waiting.
 
   Input:
     KEYS[1] ring    (list)  serviceable lanes
@@ -23,6 +22,7 @@
     KEYS[3] delayed (zset)  scheduled ids by due time (ms), read for the next due time only
     KEYS[4] wake    (list)  wake-up tokens, deleted when the ring is left empty
     KEYS[5] stats   (hash)  counters; 'claimed' is also the serial of fairness lag
+    KEYS[6] waiting (hash)  lane -> the 'claimed' serial since which it waits
 
     ARGV[1] bus prefix, e.g. 'emq:{cm}:'
     ARGV[2] lease (ms, > 0)
@@ -35,7 +35,7 @@
       next_due  due time (ms) of the earliest delayed job, or -1 when none
       n         number of claimed jobs, each followed by its 7 fields
 ]]
-local ringKey, activeKey, delayedKey, wakeKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local ringKey, activeKey, delayedKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, leaseMs, count, owner = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
 local t = redis.call('TIME')
@@ -52,20 +52,24 @@ while n < count do
   if not lane then break end
   local laneKey = prefix .. 'lane:' .. lane
   local head = redis.call('ZPOPMIN', laneKey)
-  local nextHead = redis.call('ZRANGE', laneKey, 0, 0)
-  if not nextHead[1] then redis.call('RPOP', ringKey) end
+  local drained = redis.call('ZCARD', laneKey) == 0
+  local since = tonumber(redis.call('HGET', waitingKey, lane) or serial)
+  if drained then
+    redis.call('RPOP', ringKey)
+    redis.call('HDEL', waitingKey, lane)
+  end
   if head[1] then
     local jobId = head[1]
     local jobKey = prefix .. 'job:' .. jobId
     local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
     local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
-    local row = redis.call('HMGET', jobKey, 'payload', 'max', 'ready')
+    local row = redis.call('HMGET', jobKey, 'payload', 'max')
     redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner)
     redis.call('ZADD', activeKey, deadline, jobId)
-    local lag = serial - tonumber(row[3] or serial)  -- claims served before this one since the lane waits
+    local lag = serial - since  -- claims served before this one since the lane waits
     serial = serial + 1
-    -- The lane was just served: its next head waits from here (see 'Fairness lag' above).
-    if nextHead[1] then redis.call('HSET', prefix .. 'job:' .. nextHead[1], 'ready', serial) end
+    -- The lane was just served: it waits again from here (see 'Fairness lag' above).
+    if not drained then redis.call('HSET', waitingKey, lane, serial) end
     if lag > lagMax then lagMax = lag end
     n = n + 1
     out[#out + 1] = jobId

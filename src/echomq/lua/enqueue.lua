@@ -12,6 +12,7 @@
     KEYS[4] delayed (zset)  scheduled ids by due time (ms)
     KEYS[5] wake    (list)  wake-up tokens
     KEYS[6] stats   (hash)  counters
+    KEYS[7] waiting (hash)  lane -> the 'claimed' serial since which it waits (fairness lag)
 
     ARGV[1] job id
     ARGV[2] lane name
@@ -26,8 +27,8 @@
     { 0, state }  duplicate; state is the existing row's
     {-1, state }  conflict: same id with another lane or payload; nothing changed
 ]]
-local jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, lane, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, priority, delayMs, wakeCap =
   tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -47,25 +48,17 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local state = 'queued'
 if delayMs > 0 then state = 'delayed' end
-local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 
 redis.call('HSET', jobKey, 'state', state, 'lane', lane, 'payload', payload, 'digest', digest,
-  'attempts', 0, 'tries', 0, 'max', maxAttempts, 'priority', priority, 'created', now, 'ready', serial)
+  'attempts', 0, 'tries', 0, 'max', maxAttempts, 'priority', priority, 'created', now)
 if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
 else
   redis.call('ZADD', laneKey, priority, jobId)
-  local ready = serial
   if redis.call('ZCARD', laneKey) == 1 then
     redis.call('RPUSH', ringKey, lane)
-  else
-    -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
-    local head = redis.call('ZRANGE', laneKey, 0, 1)
-    if head[1] == jobId then
-      ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
-    end
+    redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
   end
-  if ready ~= serial then redis.call('HSET', jobKey, 'ready', ready) end
 end
 -- A token also for a delayed job: an idle worker wakes, learns the new next due time, sleeps again.
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end

@@ -15,6 +15,7 @@
     KEYS[6] ring    (list)  serviceable lanes
     KEYS[7] wake    (list)  wake-up tokens
     KEYS[8] stats   (hash)  counters
+    KEYS[9] waiting (hash)  lane -> the 'claimed' serial since which it waits (fairness lag)
 
     ARGV[1] job id
     ARGV[2] attempts token (int) from the claim
@@ -30,8 +31,8 @@
     { 0, state }   stale; nothing changed
     {-1, '' }      no row for that id
 ]]
-local jobKey, activeKey, delayedKey, deadKey, laneKey, ringKey, wakeKey, statsKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local jobKey, activeKey, delayedKey, deadKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local jobId, token, err = ARGV[1], ARGV[2], ARGV[3]
 local delayMs, retryable, lane, wakeCap = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 
@@ -60,19 +61,12 @@ if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
   redis.call('HSET', jobKey, 'state', 'delayed', 'error', err)
 else
-  local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
   redis.call('ZADD', laneKey, tonumber(row[5]), jobId)
-  local ready = serial
   if redis.call('ZCARD', laneKey) == 1 then
     redis.call('RPUSH', ringKey, lane)
-  else
-    -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
-    local head = redis.call('ZRANGE', laneKey, 0, 1)
-    if head[1] == jobId then
-      ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
-    end
+    redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
   end
-  redis.call('HSET', jobKey, 'state', 'queued', 'error', err, 'ready', ready)
+  redis.call('HSET', jobKey, 'state', 'queued', 'error', err)
 end
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 if delayMs > 0 then return {1, 'delayed'} end

@@ -12,6 +12,7 @@
     KEYS[4] ring   (list)  serviceable lanes
     KEYS[5] wake   (list)  wake-up tokens
     KEYS[6] stats  (hash)  counters
+    KEYS[7] waiting (hash)  lane -> the 'claimed' serial since which it waits (fairness lag)
 
     ARGV[1] job id
     ARGV[2] attempts token (int) from the claim
@@ -23,7 +24,8 @@
     { 0, state }     stale; nothing changed
     {-1, '' }        no row for that id
 ]]
-local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, token, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 
 local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'priority', 'lane')
@@ -34,21 +36,14 @@ if row[1] ~= 'active' or row[2] ~= token then
 end
 if row[4] ~= lane then return redis.error_reply('ERR release: lane ' .. lane .. ' is not the row lane') end
 
-local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 redis.call('ZREM', activeKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
-local ready = serial
 if redis.call('ZCARD', laneKey) == 1 then
   redis.call('RPUSH', ringKey, lane)
-else
-  -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
-  local head = redis.call('ZRANGE', laneKey, 0, 1)
-  if head[1] == jobId then
-    ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
-  end
+  redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
 end
 redis.call('HINCRBY', jobKey, 'tries', -1)
-redis.call('HSET', jobKey, 'state', 'queued', 'ready', ready)
+redis.call('HSET', jobKey, 'state', 'queued')
 redis.call('HDEL', jobKey, 'deadline')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'released', 1)

@@ -12,6 +12,7 @@
     KEYS[3] ring  (list)  serviceable lanes
     KEYS[4] wake  (list)  wake-up tokens
     KEYS[5] stats (hash)  counters
+    KEYS[6] waiting (hash)  lane -> the 'claimed' serial since which it waits (fairness lag)
 
     ARGV[1] job id
     ARGV[2] bus prefix, e.g. 'emq:{cm}:'
@@ -22,7 +23,7 @@
     { 0, state }     not dead; nothing changed
     {-1, '' }        no row for that id
 ]]
-local jobKey, deadKey, ringKey, wakeKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobId, prefix, wakeCap = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 local row = redis.call('HMGET', jobKey, 'state', 'lane', 'priority')
@@ -30,20 +31,13 @@ if not row[1] then return {-1, ''} end
 if row[1] ~= 'dead' then return {0, row[1]} end
 
 local laneKey = prefix .. 'lane:' .. row[2]
-local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 redis.call('ZREM', deadKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
-local ready = serial
 if redis.call('ZCARD', laneKey) == 1 then
   redis.call('RPUSH', ringKey, row[2])
-else
-  -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
-  local head = redis.call('ZRANGE', laneKey, 0, 1)
-  if head[1] == jobId then
-    ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
-  end
+  redis.call('HSET', waitingKey, row[2], redis.call('HGET', statsKey, 'claimed') or 0)
 end
-redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0, 'ready', ready)
+redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0)
 redis.call('HDEL', jobKey, 'finished')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'resurrected', 1)

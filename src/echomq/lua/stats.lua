@@ -3,10 +3,9 @@
 
   Called by echomq.stats.read_stats. Read-only. Queued depth sums every lane in the ring (O(lanes));
   the first ARGV[2] lanes of the ring are also returned with their depth and fairness lag: the number of
-  claims served since the lane was last served, or became non-empty (its head row's 'ready', see
-  claim.lua).
+  claims served since the lane was last served, or became non-empty (waiting[lane], see claim.lua).
 
-  Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
+  Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
 
   Input:
     KEYS[1] stats   (hash)  counters
@@ -15,6 +14,7 @@
     KEYS[4] active  (zset)
     KEYS[5] done    (zset)
     KEYS[6] dead    (zset)
+    KEYS[7] waiting (hash)  lane -> the 'claimed' serial since which it waits
 
     ARGV[1] bus prefix, e.g. 'emq:{cm}:'
     ARGV[2] how many lanes to detail (int >= 0)
@@ -23,8 +23,8 @@
     { counters (flat field/value list), queued, delayed, active, done, dead, lanes_total,
       { lane_1, depth_1, lag_1, ... } }
 ]]
-local statsKey, ringKey, delayedKey, activeKey, doneKey, deadKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local statsKey, ringKey, delayedKey, activeKey, doneKey, deadKey, waitingKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, detail = ARGV[1], tonumber(ARGV[2])
 
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
@@ -36,12 +36,7 @@ for i, lane in ipairs(ring) do
   local depth = redis.call('ZCARD', laneKey)
   queued = queued + depth
   if i <= detail then
-    local lag = 0
-    local head = redis.call('ZRANGE', laneKey, 0, 0)
-    if head[1] then
-      local ready = redis.call('HGET', prefix .. 'job:' .. head[1], 'ready')
-      if ready then lag = serial - tonumber(ready) end
-    end
+    local lag = serial - tonumber(redis.call('HGET', waitingKey, lane) or serial)
     lanes[#lanes + 1] = lane
     lanes[#lanes + 1] = depth
     lanes[#lanes + 1] = lag

@@ -23,6 +23,7 @@
     KEYS[6] wake    (list)    wake-up tokens
     KEYS[7] stats   (hash)    counters
     KEYS[8] lock    (string)  the sweep lock
+    KEYS[9] waiting (hash)    lane -> the 'claimed' serial since which it waits (fairness lag)
 
     ARGV[1] bus prefix, e.g. 'emq:{cm}:'
     ARGV[2] limit: max jobs per step (int >= 1)
@@ -36,8 +37,8 @@
       next_due  due time (ms) of the earliest delayed job left, or -1
       swept     1 when steps 2 and 3 ran, 0 when another process holds the lock
 ]]
-local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockKey, waitingKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local prefix, limit, lockMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local resultTtl, dedupWindow, wakeCap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
@@ -49,17 +50,11 @@ local queuedAny = false
 local function toLane(jobId, jobKey, lane, priority)
   local laneKey = prefix .. 'lane:' .. lane
   redis.call('ZADD', laneKey, tonumber(priority), jobId)
-  local ready = serial
   if redis.call('ZCARD', laneKey) == 1 then
     redis.call('RPUSH', ringKey, lane)
-  else
-    -- A job ahead of a waiting lane's head inherits its 'ready' (the fairness lag, see claim.lua).
-    local head = redis.call('ZRANGE', laneKey, 0, 1)
-    if head[1] == jobId then
-      ready = redis.call('HGET', string.sub(jobKey, 1, #jobKey - #jobId) .. head[2], 'ready') or serial
-    end
+    redis.call('HSET', waitingKey, lane, serial)
   end
-  redis.call('HSET', jobKey, 'state', 'queued', 'ready', ready)
+  redis.call('HSET', jobKey, 'state', 'queued')
   queuedAny = true
 end
 
@@ -99,7 +94,7 @@ if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
     local jobId, finished = old[i], tonumber(old[i + 1])
     local jobKey = prefix .. 'job:' .. jobId
     redis.call('ZREM', doneKey, jobId)
-    redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'ready', 'priority')
+    redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
     redis.call('HSET', jobKey, 'trimmed', now)
     redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
     trimmed = trimmed + 1
