@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from echomq import Admission, Bus, Claim, Finish, JobInfo, NewJob, Stats, SweepReport, ids
+from echomq import (
+    Admission,
+    Bus,
+    Claim,
+    Finish,
+    Job,
+    JobInfo,
+    NewJob,
+    Permanent,
+    Stats,
+    SweepReport,
+    Worker,
+    ids,
+)
 
 
 async def readme_use() -> None:
@@ -26,3 +39,21 @@ async def public_surface(bus: Bus) -> None:
     stats: Stats = await bus.stats()
     body: bytes = ids.body(ids.rebrand(info.job, "GES"))
     del admissions, report, stats, body
+
+
+# The README's worker example.
+
+
+async def handle(job: Job) -> bytes:
+    if not job.payload:
+        raise Permanent("empty payload")
+    if job.revoked.is_set():
+        return b""
+    return job.payload.upper()
+
+
+async def serve() -> None:
+    bus = Bus.from_url("redis://127.0.0.1:6379/0", tag="cm")
+    worker = Worker(bus, handle, concurrency=50, lease_ms=30_000)
+    await worker.run(handle_signals=True)
+    await bus.aclose()
