@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -21,7 +22,9 @@ _counter = itertools.count()
 
 def pytest_report_header() -> str:
     binary = find_redis_server()
-    version = os.popen(f"{binary} --version").read().strip()
+    version = subprocess.run(
+        [binary, "--version"], capture_output=True, text=True, check=False
+    ).stdout.strip()
     return f"redis-server: {binary} ({version})"
 
 

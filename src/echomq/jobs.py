@@ -13,6 +13,10 @@ Guarantees provided here:
   claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
   worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
   :func:`extend` answers ``Lease.REVOKED`` in the same case, so a worker can stop before side effects.
+  One honest corner: redis-py retries a command whose connection broke; if a ``complete`` landed and
+  only its reply was lost, the retry is answered ``STALE`` although this very claim finished the job.
+  Nothing is finished twice either way; :func:`inspect` tells the two apart (``done`` with the same
+  attempts).
 * **When a handler runs twice.** Delivery is at least once: a handler whose worker dies, stalls past its
   lease, or loses its connection after the effect and before :func:`complete` is run again by the next
   claimant. Make the effect idempotent on the job id (as codemojex does), or do the effect and the
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from echomq import ids
 from echomq._validate import check_int
 from echomq.errors import (
+    InvalidLane,
     InvalidOption,
     InvalidPayload,
     InvalidToken,
@@ -183,16 +188,19 @@ async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
     return [_admission(reply) for reply in replies]
 
 
-def _code(name: str, reply: Any) -> int:
+def _code(name: str, reply: Any, job: str) -> int:
+    """The reply code of a script keyed by ``job``; the codes every script shares become errors here:
+    -1 no row (:class:`UnknownJob`), -2 a claim naming another lane than the row's (:class:`InvalidLane`).
+    """
     try:
         code: int = int(reply[0])
     except (TypeError, IndexError, ValueError) as exc:
         raise ScriptError(f"{name}.lua answered {reply!r}") from exc
+    if code == -1:
+        raise UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
+    if code == -2:
+        raise InvalidLane(f"the claim names another lane than job {job}'s, which is {reply[1].decode()!r}")
     return code
-
-
-def _unknown(job: str) -> UnknownJob:
-    return UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
 
 
 def complete_call(bus: Bus, claim: Claim, result: bytes) -> tuple[list[str], list[Any]]:
@@ -205,9 +213,7 @@ def complete_call(bus: Bus, claim: Claim, result: bytes) -> tuple[list[str], lis
 
 def finish_outcome(claim: Claim, reply: Any) -> Finish:
     """Read a complete.lua reply."""
-    code = _code("complete", reply)
-    if code == -1:
-        raise _unknown(claim.job)
+    code = _code("complete", reply, claim.job)
     return Finish.DONE if code == 1 else Finish.STALE
 
 
@@ -260,9 +266,7 @@ async def fail(
             ],
             [claim.job, claim.token, error[:4096], delay, int(retryable), claim.lane, bus.settings.wake_cap],
         )
-    code = _code("fail", reply)
-    if code == -1:
-        raise _unknown(claim.job)
+    code = _code("fail", reply, claim.job)
     return {1: Failure.RETRYING, 2: Failure.DEAD}.get(code, Failure.STALE)
 
 
@@ -276,9 +280,7 @@ def extend_call(bus: Bus, claim: Claim, lease_ms: int) -> tuple[list[str], list[
 
 def lease_outcome(claim: Claim, reply: Any) -> Lease:
     """Read an extend.lua reply."""
-    code = _code("extend", reply)
-    if code == -1:
-        raise _unknown(claim.job)
+    code = _code("extend", reply, claim.job)
     return Lease.EXTENDED if code == 1 else Lease.REVOKED
 
 
@@ -308,9 +310,7 @@ async def release(bus: Bus, claim: Claim) -> Release:
             ],
             [claim.job, claim.token, claim.lane, bus.settings.wake_cap],
         )
-    code = _code("release", reply)
-    if code == -1:
-        raise _unknown(claim.job)
+    code = _code("release", reply, claim.job)
     return Release.RELEASED if code == 1 else Release.STALE
 
 
@@ -324,9 +324,7 @@ async def retry_dead(bus: Bus, job: str) -> bool:
             [job_key, keys.dead, keys.ring, keys.wake, keys.stats, keys.waiting],
             [job, keys.prefix, bus.settings.wake_cap],
         )
-    code = _code("retry_dead", reply)
-    if code == -1:
-        raise _unknown(job)
+    code = _code("retry_dead", reply, job)
     return code == 1
 
 
@@ -357,7 +355,7 @@ async def inspect(bus: Bus, job: str) -> JobInfo:
     with translate_redis_errors():
         row: dict[bytes, bytes] = await bus.redis.hgetall(job_key)  # type: ignore[assignment]
     if not row:
-        raise _unknown(job)
+        raise UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
     state = JobState(row[b"state"].decode())
     lane = row[b"lane"].decode()
     trimmed = b"trimmed" in row

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from echomq import Bus, Failure, Finish, ScriptError, Settings, ids, jobs
+from echomq import Bus, Failure, Finish, InvalidLane, Settings, ids, jobs
 from tests.support.probe import Probe
 
 
@@ -187,10 +187,10 @@ async def test_a_long_error_is_truncated(bus, probe):
 
 
 async def test_fail_with_a_claim_naming_another_lane_is_refused(bus, probe):
-    """A claim whose lane is not the job's lane is refused by the script and changes nothing."""
+    """A claim naming another lane than the job's is refused as InvalidLane and changes nothing."""
     claim = await _claimed(bus, probe)
     before = probe.snapshot()
-    with pytest.raises(ScriptError, match="not the row lane"):
+    with pytest.raises(InvalidLane, match="which is 'L'"):
         await bus.fail(dataclasses.replace(claim, lane="M"), "boom")
     probe.check()
     probe.assert_unchanged(before)

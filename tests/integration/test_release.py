@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from echomq import Failure, Finish, Lease, NewJob, Release, ids
+from echomq import Failure, Finish, InvalidLane, Lease, NewJob, Release, ids
 from tests.support.probe import Probe
 
 
@@ -108,3 +110,14 @@ async def test_release_keeps_the_priority(bus, probe):
     await bus.release(claim)
     assert probe.lane("L") == [urgent, normal]
     probe.check()
+
+
+async def test_release_with_a_claim_naming_another_lane_is_refused(bus, probe):
+    """A claim naming another lane than the job's is refused as InvalidLane and changes nothing."""
+    await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"")
+    [claim] = await bus.claim()
+    before = probe.snapshot()
+    with pytest.raises(InvalidLane, match="which is 'L'"):
+        await bus.release(dataclasses.replace(claim, lane="M"))
+    probe.check()
+    probe.assert_unchanged(before)

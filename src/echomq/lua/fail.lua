@@ -30,6 +30,7 @@
     { 2, 'dead' }  dead-lettered
     { 0, state }   stale; nothing changed
     {-1, '' }      no row for that id
+    {-2, lane }    the claim names another lane than the row's (given); nothing changed
 ]]
 local jobKey, activeKey, delayedKey, deadKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -42,7 +43,7 @@ if row[1] ~= 'active' or row[2] ~= token then
   redis.call('HINCRBY', statsKey, 'stale', 1)
   return {0, row[1]}
 end
-if row[6] ~= lane then return redis.error_reply('ERR fail: lane ' .. lane .. ' is not the row lane') end
+if row[6] ~= lane then return {-2, row[6]} end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

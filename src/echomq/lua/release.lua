@@ -23,6 +23,7 @@
     { 1, 'queued' }  released
     { 0, state }     stale; nothing changed
     {-1, '' }        no row for that id
+    {-2, lane }      the claim names another lane than the row's (given); nothing changed
 ]]
 local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -34,7 +35,7 @@ if row[1] ~= 'active' or row[2] ~= token then
   redis.call('HINCRBY', statsKey, 'stale', 1)
   return {0, row[1]}
 end
-if row[4] ~= lane then return redis.error_reply('ERR release: lane ' .. lane .. ' is not the row lane') end
+if row[4] ~= lane then return {-2, row[4]} end
 
 redis.call('ZREM', activeKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
