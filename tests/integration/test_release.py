@@ -7,16 +7,6 @@ import dataclasses
 import pytest
 
 from echomq import Failure, Finish, InvalidLane, Lease, NewJob, Release, ids
-from tests.support.probe import Probe
-
-
-@pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    assert view.check() == {}
-    view.watch(bus)
-    return view
 
 
 async def test_release_returns_the_job_to_its_mint_position(bus, probe):

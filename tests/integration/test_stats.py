@@ -4,20 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 from echomq import NewJob, ids
 from echomq.states import COUNTERS
-from tests.support.probe import Probe
-
-
-@pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    assert view.check() == {}
-    view.watch(bus)
-    return view
 
 
 async def test_an_empty_bus_has_zero_counters_and_depths(bus, probe):

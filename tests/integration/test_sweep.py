@@ -15,15 +15,6 @@ from tests.support.probe import Probe
 
 
 @pytest.fixture
-def probe(sync_redis, bus):
-    """A view of the test bus's keys; the bus checks both invariants after every script it runs."""
-    view = Probe(sync_redis, bus.keys)
-    assert view.check() == {}
-    view.watch(bus)
-    return view
-
-
-@pytest.fixture
 async def trimming(redis_server, sync_redis, tag):
     """A bus that trims done rows at the first sweep (result ttl 0) and absorbs duplicates for 10 min."""
     bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(result_ttl_ms=0, dedup_window_ms=600_000))
