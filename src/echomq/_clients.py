@@ -33,7 +33,7 @@ _PORTABLE = (
 )
 
 
-def _options(client: object) -> tuple[str, dict[str, Any]]:
+def _options(client: object) -> tuple[redis.asyncio.ConnectionPool, dict[str, Any]]:
     pool = getattr(client, "connection_pool", None)
     if not isinstance(pool, redis.asyncio.ConnectionPool):
         raise InvalidOption(
@@ -42,12 +42,13 @@ def _options(client: object) -> tuple[str, dict[str, Any]]:
     kwargs = pool.connection_kwargs
     options = {key: kwargs[key] for key in _PORTABLE if key in kwargs}
     options.update({key: value for key, value in kwargs.items() if key.startswith("ssl_")})
-    return pool.connection_class.__name__, options
+    return pool, options
 
 
-def blocking_twin(client: redis.asyncio.Redis, *, socket_timeout: float | None) -> redis.Redis:
+def blocking_twin(client: object, *, socket_timeout: float | None) -> redis.Redis:
     """A blocking ``redis.Redis`` to the server of ``client`` (raw bytes replies)."""
-    kind, options = _options(client)
+    pool, options = _options(client)
+    kind = pool.connection_class.__name__
     classes: dict[str, type[redis.Connection | redis.SSLConnection | redis.UnixDomainSocketConnection]] = {
         "Connection": redis.Connection,
         "SSLConnection": redis.SSLConnection,
@@ -55,19 +56,19 @@ def blocking_twin(client: redis.asyncio.Redis, *, socket_timeout: float | None) 
     }
     if kind not in classes:
         raise InvalidOption(f"the worker cannot copy a {kind} connection for its lease keeper")
-    pool = redis.ConnectionPool(
+    twin = redis.ConnectionPool(
         connection_class=classes[kind], socket_timeout=socket_timeout, decode_responses=False, **options
     )
-    return redis.Redis(connection_pool=pool)
+    return redis.Redis(connection_pool=twin)
 
 
-def async_twin(client: redis.asyncio.Redis, *, socket_timeout: float | None) -> redis.asyncio.Redis:
+def async_twin(client: object, *, socket_timeout: float | None) -> redis.asyncio.Redis:
     """An asyncio ``redis.asyncio.Redis`` to the server of ``client`` with its own pool and timeout."""
-    _, options = _options(client)
-    pool = redis.asyncio.ConnectionPool(
-        connection_class=client.connection_pool.connection_class,
+    pool, options = _options(client)
+    twin = redis.asyncio.ConnectionPool(
+        connection_class=pool.connection_class,
         socket_timeout=socket_timeout,
         decode_responses=False,
         **options,
     )
-    return redis.asyncio.Redis(connection_pool=pool)
+    return redis.asyncio.Redis(connection_pool=twin)

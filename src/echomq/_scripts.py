@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio import RedisCluster as AsyncRedisCluster
 from redis.commands.core import AsyncScript, Script
 
 KEY_COUNTS: dict[str, int] = {
@@ -58,7 +59,7 @@ class _Registry(Generic[ScriptT]):
 class AsyncScripts(_Registry[AsyncScript]):
     """Scripts bound to an asyncio client."""
 
-    def __init__(self, client: AsyncRedis) -> None:
+    def __init__(self, client: AsyncRedis | AsyncRedisCluster) -> None:
         super().__init__({name: client.register_script(source(name)) for name in KEY_COUNTS})
 
     async def run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:

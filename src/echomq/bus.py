@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from echomq import jobs, lanes, stats, sweep
 from echomq._scripts import AsyncScripts
@@ -43,22 +43,38 @@ class Settings:
             check_int(name, getattr(self, name), 0)
 
 
+Client = Redis | RedisCluster
+
+
 class Bus:
     """A reliable queue on ``redis`` under the tag ``tag`` (keys ``emq:{tag}:...``).
 
-    ``redis`` is a ``redis.asyncio.Redis`` created with ``decode_responses=False``.
+    ``redis`` is a ``redis.asyncio.Redis`` or a ``redis.asyncio.RedisCluster``, created with
+    ``decode_responses=False``. On a cluster every key of the bus is in the one slot of its hash tag, so
+    every script runs on the node that owns it; a large deployment spreads lanes over several tags.
+    Batched calls (:meth:`enqueue_many`) go one script per call on a cluster, since redis-py's cluster
+    pipeline refuses scripts. The :class:`~echomq.worker.Worker` needs a single-node client for now.
     """
 
-    def __init__(self, redis: Redis, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> None:
+    def __init__(self, redis: Client, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> None:
         self.redis = redis
         self.keys = Keyspace(tag)
         self.settings = settings or Settings()
         self.scripts = AsyncScripts(redis)
 
     @classmethod
-    def from_url(cls, url: str, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> Bus:
-        """A bus on a new client for ``url`` (``redis://``, ``rediss://`` or ``unix://``)."""
+    def from_url(
+        cls, url: str, tag: str = DEFAULT_TAG, settings: Settings | None = None, *, cluster: bool = False
+    ) -> Bus:
+        """A bus on a new client for ``url`` (``redis://``, ``rediss://`` or ``unix://``); with
+        ``cluster=True`` a cluster client that discovers the other nodes from that one."""
+        if cluster:
+            return cls(RedisCluster.from_url(url, decode_responses=False), tag, settings)
         return cls(Redis.from_url(url, decode_responses=False), tag, settings)
+
+    @property
+    def is_cluster(self) -> bool:
+        return isinstance(self.redis, RedisCluster)
 
     @property
     def tag(self) -> str:

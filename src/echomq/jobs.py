@@ -25,6 +25,7 @@ Guarantees provided here:
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -175,12 +176,16 @@ async def enqueue(
 async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
     """Admit many jobs in one round trip; each is its own idempotent script (not one transaction).
 
-    Every job is validated before anything is sent, so bad input changes nothing.
+    Every job is validated before anything is sent, so bad input changes nothing. On a cluster the
+    scripts go concurrently, one call each (redis-py's cluster pipeline refuses scripts).
     """
     calls = [enqueue_call(bus, spec) for spec in jobs]
     if not calls:
         return []
     with translate_redis_errors():
+        if bus.is_cluster:
+            replies = await asyncio.gather(*(bus.scripts.run("enqueue", k, a) for k, a in calls))
+            return [_admission(reply) for reply in replies]
         pipe = bus.redis.pipeline(transaction=False)
         for keys, args in calls:
             await bus.scripts.run("enqueue", keys, args, client=pipe)

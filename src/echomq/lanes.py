@@ -80,7 +80,9 @@ async def wait_for_work(bus: Bus, timeout_s: object) -> bool:
     """
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 3600:
         raise InvalidOption(f"timeout_s is in (0, 3600], got {timeout_s!r}")
-    socket_timeout = bus.redis.connection_pool.connection_kwargs.get("socket_timeout")
+    pool = getattr(bus.redis, "connection_pool", None)  # a cluster client has one pool per node
+    kwargs = pool.connection_kwargs if pool is not None else bus.redis.get_connection_kwargs()
+    socket_timeout = kwargs.get("socket_timeout")
     if socket_timeout is not None and timeout_s >= socket_timeout:
         raise InvalidOption(
             f"timeout_s={timeout_s} needs a client whose socket_timeout is None or longer "

