@@ -52,6 +52,16 @@ def limit_enqueue(client: redis.Redis, bus: Bus, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
+def limit_enqueue_serial(client: redis.Redis, bus: Bus, count: int) -> float:
+    """enqueue.lua one call per round trip on one blocking client: the limit for one-by-one admission."""
+    scripts = SyncScripts(client)
+    calls = [jobs.enqueue_call(bus, job) for job in _new_jobs(count)]
+    start = time.perf_counter()
+    for keys, args in calls:
+        scripts.run("enqueue", keys, args)
+    return count / (time.perf_counter() - start)
+
+
 def limit_drain(client: redis.Redis, bus: Bus, count: int, batch: int = 500) -> float:
     """claim.lua (batch) then complete.lua for each, pipelined: finished jobs per second."""
     scripts = SyncScripts(client)
@@ -220,6 +230,7 @@ def main() -> None:
         version = client.info("server")["redis_version"]
         limit_bus = Bus.from_url(url, tag="limit")  # builds keys and checks input; its client is unused
         lim_enq = limit_enqueue(client, limit_bus, n)
+        lim_serial = limit_enqueue_serial(client, limit_bus, min(n, 5000))
         lim_drain = limit_drain(client, limit_bus, n)
         rtt50, rtt99 = limit_roundtrip(client)
         single = asyncio.run(enqueue_single(url, "enq-single", min(n, 5000)))
@@ -230,7 +241,7 @@ def main() -> None:
         client.close()
     idle = idle_commands_per_minute(args.idle_seconds)
     rows = [
-        ("enqueue, one by one (jobs/s)", single, lim_enq, "raw pipelined enqueue.lua"),
+        ("enqueue, one by one (jobs/s)", single, lim_serial, "raw enqueue.lua, one per round trip"),
         ("enqueue, batched by 1000 (jobs/s)", batched, lim_enq, "raw pipelined enqueue.lua"),
         ("drain, 1 worker process (jobs/s)", drain1, lim_drain, "raw claim.lua + complete.lua"),
         ("drain, 2 worker processes (jobs/s)", drain2, lim_drain, "raw claim.lua + complete.lua"),

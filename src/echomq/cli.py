@@ -21,6 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NoReturn
 
+import redis.exceptions
+
 from echomq import ids, logs
 from echomq.bus import DEFAULT_TAG, Bus
 from echomq.errors import EchoMQError, InvalidInput, UnknownJob
@@ -281,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run(args))
     except KeyboardInterrupt:
         return 130
-    except (UsageError, EchoMQError, ValueError) as exc:
+    except (UsageError, EchoMQError, ValueError, redis.exceptions.RedisError) as exc:
         code, message = explain(exc)
         print(message, file=sys.stderr)
         return code
@@ -294,6 +296,10 @@ def explain(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, UsageError | InvalidInput):
         return EXIT_USAGE, f"echomq: error: {exc}"
     if isinstance(exc, EchoMQError):
+        return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {_shown_url()})"
+    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        return EXIT_FAILURE, f"echomq: RedisUnavailable: {exc} (server {_shown_url()})"
+    if isinstance(exc, redis.exceptions.RedisError):  # a call the bus does not translate (dead_jobs)
         return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {_shown_url()})"
     return EXIT_USAGE, f"echomq: error: {exc}"  # a ValueError: e.g. a REDIS_URL redis-py cannot parse
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import random
 import signal
@@ -105,16 +106,18 @@ async def _show(bus: Bus, worker: Worker, stop: asyncio.Event, seconds: float | 
 async def run(*, tag: str, seconds: float | None, lanes: int = 20, rate: float = 200.0) -> int:
     """Run the demo until Ctrl-C or ``seconds``; returns the exit code."""
     check_int("lanes", lanes, 1, 10_000)
-    if not 0 < rate <= 100_000 or (seconds is not None and seconds <= 0):
-        raise InvalidOption("rate is in (0, 100000] jobs a second and seconds, when given, is > 0")
+    if not 0 < rate <= 100_000 or (seconds is not None and not 0 < seconds < math.inf):  # nan: False
+        raise InvalidOption("rate is in (0, 100000] jobs a second and seconds, when given, is > 0 and finite")
     url = os.environ.get("REDIS_URL")
     server = None
-    if not url:
-        server = RedisProcess(Path.cwd() / DATA_DIR, appendonly=True, binary=embedded_binary())
-        await asyncio.to_thread(server.start)
-        url = server.url
-        print(f"embedded redis-server on {url}, data in {server.data_dir}", flush=True)
     try:
+        if not url:
+            server = RedisProcess(Path.cwd() / DATA_DIR, appendonly=True, binary=embedded_binary())
+            # Started in this thread, inside the try: a Ctrl-C (a cancel) meanwhile is delivered once it
+            # is up, so the finally stops it; a start in a worker thread would outlive the cancel.
+            server.start()
+            url = server.url
+            print(f"embedded redis-server on {url}, data in {server.data_dir}", flush=True)
         async with Bus.from_url(url, tag=tag) as bus:
             worker = Worker(bus, _noop, concurrency=20, lease_ms=10_000, grace_s=5.0)
             stop = asyncio.Event()
@@ -134,11 +137,13 @@ async def run(*, tag: str, seconds: float | None, lanes: int = 20, rate: float =
                 await _show(bus, worker, stop, seconds)
             finally:
                 stop.set()
-                await producing
-                worker.stop()
-                await working
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.remove_signal_handler(sig)
+                try:
+                    await producing  # its error (if any) ends the demo, but only after the worker stops
+                finally:
+                    worker.stop()
+                    await working
+                    for sig in (signal.SIGINT, signal.SIGTERM):
+                        loop.remove_signal_handler(sig)
             stats = await bus.stats(lanes=0)
             print(
                 f"stopped: admitted={stats.counters['admitted']} duplicate={stats.counters['duplicate']} "

@@ -37,11 +37,20 @@ EVENTS: tuple[str, ...] = (
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
 
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    # Any other control or separator (NUL, ESC, U+2028, ...) would break or garble the one-line record.
+    return char if char.isprintable() else f"\\u{ord(char):04x}"
+
+
 def _value(value: object) -> str:
     text = value if isinstance(value, str) else repr(value) if isinstance(value, bytes) else str(value)
-    if text == "" or any(c in text for c in ' ="\\\n\t'):
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-        return f'"{escaped}"'
+    if text == "" or any(c in text for c in ' ="\\') or not text.isprintable():
+        return '"' + "".join(_escape(c) for c in text) + '"'
     return text
 
 

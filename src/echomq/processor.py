@@ -7,7 +7,8 @@
   its own fenced script) and nothing more is sent; anything else is a programming error and the job is
   dead-lettered with a message saying so.
 * An exception -> :func:`echomq.jobs.fail`, retried with backoff until max attempts, except
-  :class:`~echomq.errors.Permanent`, which dead-letters at once.
+  :class:`~echomq.errors.Permanent`, which dead-letters at once. A ``CancelledError`` that the handler
+  raises itself (an inner task or future it awaited was cancelled, not this run) is such an exception.
 * ``job_timeout_s`` -> the job fails with a timeout error (a try is spent). An async handler is
   cancelled. A thread cannot be killed: it runs on with ``job.revoked`` set, its result is ignored, and
   its slot stays taken until it returns, so no more than ``concurrency`` handler threads ever exist.
@@ -134,8 +135,15 @@ async def process(worker: Worker, job: Job) -> None:
     lease (an async handler); a cancelled run sends no finish."""
     try:
         value = await _invoke(worker, job)
-    except asyncio.CancelledError:
-        raise
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise  # this run was cancelled: shutdown or a reaped lease, which dealt with the claim
+        # The handler's own CancelledError (an inner future or task it awaited was cancelled): an
+        # ordinary failure. Re-raising it would end the run without a finish, with the lease still
+        # renewed by the keeper: the job would stay active as long as the worker lives.
+        await _fail(worker, job, _error_text(exc), retryable=True)
+        return
     except TimedOut as exc:
         job.revoked.set()
         worker.counts.timed_out += 1

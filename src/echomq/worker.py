@@ -37,7 +37,8 @@ Guarantees
   event loop; a lease is lost only when no renewal lands for a whole ``lease_ms``.
 * **Graceful shutdown** (``stop()``, SIGTERM or SIGINT): claiming stops; in-flight jobs get ``grace_s``
   to finish; the rest are released at once (back to their lanes, the try not counted), so a restarted
-  worker picks them up without waiting for their leases. A second signal releases at once.
+  worker picks them up without waiting for their leases. A second signal releases at once. Cancelling
+  the task of :meth:`run` is a ``stop()``; cancelling it again releases at once.
 
 Idle command budget
 ===================
@@ -69,7 +70,7 @@ from echomq import processor
 from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.completions import Completions
-from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable
+from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError
 from echomq.fetcher import IDLE_BLOCK_S, SAFETY_CLAIM_S, Fetcher, first_of
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
@@ -210,6 +211,7 @@ class Worker:
         self._signals: list[signal.Signals] = []
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._running = False
+        self._policy_unchecked = False  # the maxmemory-policy check could not reach Redis at start
 
     @property
     def processed(self) -> int:
@@ -278,24 +280,29 @@ class Worker:
             )
             await self._loop()
         finally:
-            await self._drain()
-            await self.completions.aclose()
-            self.keeper.stop()
-            self.threads.shutdown()
-            await self.fetcher.aclose()
-            loop = asyncio.get_running_loop()
-            for sig in self._signals:
-                loop.remove_signal_handler(sig)
-            self._signals.clear()
-            self._running = False
-            emit(log, logging.INFO, "worker.stopped", owner=self.owner, **asdict(self.counts))
+            try:
+                await self._drain()
+                await self.completions.aclose()
+            finally:  # even if cancelled again: a keeper left running would renew leases for ever
+                self.keeper.stop()
+                self.threads.shutdown()
+                loop = asyncio.get_running_loop()
+                for sig in self._signals:
+                    loop.remove_signal_handler(sig)
+                self._signals.clear()
+                self._running = False
+                await self.fetcher.aclose()
+                emit(log, logging.INFO, "worker.stopped", owner=self.owner, **asdict(self.counts))
 
     async def _check_eviction_policy(self) -> None:
         try:
             reply: dict[Any, Any] = await self.bus.redis.config_get("maxmemory-policy")
         except redis.RedisError as exc:  # CONFIG renamed, disabled or denied by an ACL (managed Redis)
             emit(log, logging.DEBUG, "redis.config_unavailable", error=str(exc) or type(exc).__name__)
+            # Unreachable (a worker started before its Redis): check again once the loop gets through.
+            self._policy_unchecked = isinstance(exc, redis.ConnectionError | redis.TimeoutError)
             return
+        self._policy_unchecked = False
         for key, value in reply.items():
             name = key.decode() if isinstance(key, bytes) else str(key)
             policy = value.decode() if isinstance(value, bytes) else str(value)
@@ -323,7 +330,9 @@ class Worker:
                     await self.fetcher.sweep_if_due()
                     self.fetcher.want_claim()
                 errors = 0
-            except RedisUnavailable as exc:
+                if self._policy_unchecked:
+                    await self._check_eviction_policy()
+            except (RedisUnavailable, ScriptError) as exc:  # unreachable, or refusing (OOM, READONLY, BUSY)
                 pause = _BACKOFF_S[min(errors, len(_BACKOFF_S) - 1)]
                 errors += 1
                 emit(log, logging.WARNING, "worker.redis_error", error=str(exc), retry_in_s=pause)
@@ -342,7 +351,8 @@ class Worker:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         job = self._tasks.pop(task)
         self._slot_freed.set()
-        if task.cancelled():
+        if task.cancelled():  # shutdown and revocation untracked the claim already; anything else must
+            self.keeper.untrack(job.claim)  # not leave its lease renewed for as long as the worker lives
             return
         exc = task.exception()
         if exc is not None:  # a bug in the processor: the job stays active until the sweep reclaims it
@@ -369,9 +379,13 @@ class Worker:
     async def _drain(self) -> None:
         """Give in-flight jobs the grace period, then release the rest and cancel their tasks."""
         deadline = time.monotonic() + self.grace_s
-        while self._tasks and not self._hurry.is_set() and (left := deadline - time.monotonic()) > 0:
-            self._slot_freed.clear()
-            await first_of([self._slot_freed.wait(), self._hurry.wait()], left)
+        cancelled: asyncio.CancelledError | None = None
+        try:
+            while self._tasks and not self._hurry.is_set() and (left := deadline - time.monotonic()) > 0:
+                self._slot_freed.clear()
+                await first_of([self._slot_freed.wait(), self._hurry.wait()], left)
+        except asyncio.CancelledError as exc:  # run() cancelled (again) in the grace: release at once
+            cancelled = exc
         held = [(task, job) for task, job in self._tasks.items() if self.keeper.untrack(job.claim)]
         for task, job in held:  # still running its handler: give it back to its lane now
             job.revoked.set()
@@ -383,6 +397,8 @@ class Worker:
             for task in finishing:
                 task.cancel()
             await asyncio.gather(*finishing, return_exceptions=True)
+        if cancelled is not None:
+            raise cancelled
 
     async def _release(self, job: Job) -> None:
         try:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 import redis
 
 from echomq import Bus, RedisUnavailable, Worker, ids
+from echomq.server import RedisProcess
 from tests.support import invariants
 from tests.support.workers import eventually, running, state_is
 
@@ -42,3 +44,28 @@ async def test_worker_keeps_going_after_redis_is_killed_and_restarted(fresh_serv
             assert invariants.check(client, bus.keys) == {parked: "delayed", fresh: "done"}
         finally:
             client.close()
+
+
+def _events(caplog, event):
+    return [record for record in caplog.records if getattr(record, "event", None) == event]
+
+
+async def test_worker_started_before_its_redis_checks_the_eviction_policy_once_redis_is_up(caplog):
+    """A worker started while Redis is down still warns about maxmemory-policy once Redis answers."""
+    server = RedisProcess(appendonly=False, extra=("--maxmemory-policy", "allkeys-lru"))
+    try:
+        async with Bus.from_url(server.url, tag="late") as bus:
+            with caplog.at_level(logging.DEBUG, logger="echomq"):
+                async with running(Worker(bus, lambda job: b"ok", sweep_every_s=0.5)):
+                    await eventually(
+                        lambda: _events(caplog, "worker.redis_error"), 20, "the worker saw no Redis"
+                    )
+                    server.start()
+                    job = ids.mint("JOB")
+                    await bus.enqueue(job, lane="L", payload=b"p")
+                    await eventually(lambda: state_is(bus, job, "done"), 20, "the worker got going")
+                    await eventually(lambda: _events(caplog, "redis.eviction_policy"), 5, "the warning")
+        [warning] = _events(caplog, "redis.eviction_policy")
+        assert warning.fields["policy"] == "allkeys-lru"
+    finally:
+        server.close()
