@@ -15,6 +15,7 @@ from redis.asyncio import Redis, RedisCluster
 from echomq import jobs, lanes, stats, sweep
 from echomq._scripts import AsyncScripts
 from echomq._validate import check_int
+from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim, JobInfo, NewJob
 from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
@@ -33,13 +34,14 @@ class Settings:
     wake_cap: int = 64  # wake tokens kept at most: enough to wake that many idle workers at once
     result_ttl_ms: int = 3600 * 1000  # a done row is kept whole this long, then trimmed to a tombstone
     dedup_window_ms: int = 24 * 3600 * 1000  # a finished id absorbs duplicates this long
+    dead_ttl_ms: int = 180 * 24 * 3600 * 1000  # a dead row is kept whole this long (as Sidekiq's dead set)
     backoff_base_ms: int = 1000  # first retry delay (before jitter)
     backoff_cap_ms: int = 3600 * 1000  # longest retry delay
 
     def __post_init__(self) -> None:
         for name in ("max_payload", "wake_cap", "backoff_base_ms", "backoff_cap_ms"):
             check_int(name, getattr(self, name), 1)
-        for name in ("result_ttl_ms", "dedup_window_ms"):
+        for name in ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms"):
             check_int(name, getattr(self, name), 0)
 
 
@@ -141,9 +143,10 @@ class Bus:
     async def dead_jobs(self, limit: int = 100) -> list[tuple[str, int]]:
         """The oldest ``limit`` dead-lettered ids with their time (server ms)."""
         check_int("limit", limit, 1, 100_000)
-        rows: list[tuple[bytes, float]] = await self.redis.zrange(  # type: ignore[assignment]
-            self.keys.dead, 0, limit - 1, withscores=True
-        )
+        with translate_redis_errors():
+            rows: list[tuple[bytes, float]] = await self.redis.zrange(  # type: ignore[assignment]
+                self.keys.dead, 0, limit - 1, withscores=True
+            )
         return [(job.decode(), int(score)) for job, score in rows]
 
     async def aclose(self) -> None:

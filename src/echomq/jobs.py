@@ -8,7 +8,8 @@ Guarantees provided here:
   dropped or overwritten). Duplicates are absorbed for the bus's dedup window after the job finished
   (default 24 h): the row is kept whole for ``result_ttl_ms`` (default 1 h), then the sweep trims it to a
   tombstone of a few fields (state, lane, payload digest, attempts) that expires at the window's end.
-  After that the same id would be admitted anew.
+  After that the same id would be admitted anew. Dead rows are kept whole for ``dead_ttl_ms`` (180
+  days) for inspection and :func:`retry_dead`, then trimmed the same way.
 * **Fenced finish.** Every finishing call (:func:`complete`, :func:`fail`, :func:`release`) carries the
   claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
   worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
@@ -286,11 +287,12 @@ def extend_call(bus: Bus, claim: Claim, lease_ms: int) -> tuple[list[str], list[
 def lease_outcome(claim: Claim, reply: Any) -> Lease:
     """Read an extend.lua reply."""
     code = _code("extend", reply, claim.job)
-    return Lease.EXTENDED if code == 1 else Lease.REVOKED
+    return {1: Lease.EXTENDED, 2: Lease.FINISHED}.get(code, Lease.REVOKED)
 
 
 async def extend(bus: Bus, claim: Claim, lease_ms: int) -> Lease:
-    """Renew the lease to server now + ``lease_ms``; ``Lease.REVOKED`` if it was reaped."""
+    """Renew the lease to server now + ``lease_ms``; ``Lease.REVOKED`` if it was reaped,
+    ``Lease.FINISHED`` if this very claim already completed the job."""
     keys, args = extend_call(bus, claim, lease_ms)
     with translate_redis_errors():
         reply = await bus.scripts.run("extend", keys, args)

@@ -111,27 +111,12 @@ class LeaseKeeper:
                 outcome = jobs.lease_outcome(claim, reply)
             except EchoMQError:  # no row any more: the job is gone, which revokes the lease too
                 outcome = Lease.REVOKED
-            if outcome is Lease.REVOKED and not self._completed_by(claim, reply):
+            if outcome is Lease.FINISHED:
+                # A handler that finishes the job itself (its own fenced script, returning the Finish)
+                # completes it while it is still tracked: no revocation, just nothing left to renew.
+                self.untrack(claim)
+            elif outcome is Lease.REVOKED:
                 self._revoke(claim, revoked)
-
-    def _completed_by(self, claim: Claim, reply: object) -> bool:
-        """True unless the refusal of ``claim`` is a revocation: a handler that finishes the job itself
-        (and returns its Finish) completes it while it is still tracked, which is no revocation.
-
-        Only ``done`` tells: a reaped lease leaves the row queued, delayed, dead or re-claimed, and a
-        done row keeps the attempts of the claim that completed it. Done under this very token: stop
-        renewing, nothing else. On doubt (no answer), keep it tracked and ask again next round.
-        """
-        if not isinstance(reply, list) or len(reply) < 2 or reply[1] != b"done" or self._client is None:
-            return False
-        try:
-            attempts = self._client.hget(self.bus.keys.job(claim.job), "attempts")
-        except redis.RedisError:
-            return True  # keep it tracked: the next round decides
-        if attempts is None or int(attempts) != claim.token:
-            return False
-        self.untrack(claim)
-        return True
 
     def _revoke(self, claim: Claim, revoked: threading.Event) -> None:
         if not self.untrack(claim):

@@ -59,6 +59,7 @@ class Lease(StrEnum):
     """What :func:`echomq.jobs.extend` did."""
 
     EXTENDED = "extended"
+    FINISHED = "finished"  # this very claim already completed the job: nothing left to renew
     REVOKED = "revoked"  # the lease was reaped (and maybe re-claimed): stop before any side effect
 
 

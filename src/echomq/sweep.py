@@ -67,6 +67,7 @@ async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> Sw
                 settings.result_ttl_ms,
                 settings.dedup_window_ms,
                 settings.wake_cap,
+                settings.dead_ttl_ms,
             ],
         )
     promoted, reclaimed, dead, trimmed, next_due, swept = (int(x) for x in reply)

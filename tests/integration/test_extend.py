@@ -88,13 +88,26 @@ async def test_extend_after_a_reap_and_reclaim_is_revoked_for_the_old_token(bus,
     assert probe.check() == {first.job: "active"}
 
 
-async def test_extend_after_complete_is_revoked(bus, probe):
-    """A lease of a finished job cannot be renewed: REVOKED, and the job stays done."""
+async def test_extend_after_its_own_complete_is_finished_not_revoked(bus, probe):
+    """A renewal that lost the race with its own claim's completion answers FINISHED, counts no
+    revocation, and the job stays done."""
     claim = await _claimed(bus, probe)
     await bus.complete(claim)
     before = probe.snapshot()
-    assert await bus.extend(claim, 60_000) is Lease.REVOKED
+    assert await bus.extend(claim, 60_000) is Lease.FINISHED
     assert probe.check() == {claim.job: "done"}
+    probe.assert_unchanged(before)
+
+
+async def test_extend_of_a_job_another_claim_completed_is_revoked(bus, probe):
+    """A lease reaped, re-claimed and completed by another claim is REVOKED for the first claim."""
+    first = await _claimed(bus, probe)
+    probe.expire(first.job)
+    await bus.sweep()
+    [second] = await bus.claim()
+    await bus.complete(second)
+    before = probe.snapshot()
+    assert await bus.extend(first, 60_000) is Lease.REVOKED
     probe.assert_unchanged(before, revoked=1)
 
 

@@ -247,8 +247,8 @@ async def test_without_a_dedup_window_a_trimmed_row_is_gone(redis_server, sync_r
         await bus.aclose()
 
 
-async def test_dead_rows_are_not_trimmed(trimming):
-    """Dead-lettered jobs stay whole in dead (for inspection and retry), whatever the result ttl."""
+async def test_dead_rows_are_kept_whole_for_the_dead_ttl_whatever_the_result_ttl(trimming):
+    """Dead-lettered jobs stay whole in dead (for inspection and retry) until their own dead ttl."""
     bus, probe = trimming
     job = ids.mint("JOB")
     await bus.enqueue(job, lane="L", payload=b"p")
@@ -257,6 +257,29 @@ async def test_dead_rows_are_not_trimmed(trimming):
     assert (await bus.sweep()).trimmed == 0
     assert probe.check() == {job: "dead"}
     assert probe.row(job)["payload"] == b"p"
+
+
+async def test_a_dead_row_past_the_dead_ttl_is_trimmed_and_cannot_be_retried(redis_server, sync_redis, tag):
+    """Past the dead ttl a dead row leaves dead as a tombstone that still absorbs duplicates, and
+    retry_dead refuses it (its payload is gone)."""
+    settings = Settings(dead_ttl_ms=0, dedup_window_ms=600_000)
+    bus = Bus.from_url(redis_server.url, tag=tag, settings=settings)
+    probe = Probe(sync_redis, bus.keys)
+    probe.watch(bus)
+    try:
+        job = ids.mint("JOB")
+        await bus.enqueue(job, lane="L", payload=b"p")
+        [claim] = await bus.claim()
+        await bus.fail(claim, "boom", retryable=False)
+        assert (await bus.sweep()).trimmed == 1
+        assert probe.members("dead") == {}
+        assert probe.check() == {job: "dead"}
+        assert "payload" not in probe.row(job)
+        assert await bus.enqueue(job, lane="L", payload=b"p") is Admission.DUPLICATE
+        assert await bus.retry_dead(job) is False
+        assert probe.check() == {job: "dead"}
+    finally:
+        await bus.aclose()
 
 
 async def test_a_sweep_on_an_empty_bus_reports_nothing(bus, probe):

@@ -20,15 +20,15 @@
 
   Output:
     { 1, 'queued' }  back in its lane
-    { 0, state }     not dead; nothing changed
+    { 0, state }     not dead (or a trimmed dead tombstone, whose payload is gone); nothing changed
     {-1, '' }        no row for that id
 ]]
 local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobId, prefix, wakeCap = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
-local row = redis.call('HMGET', jobKey, 'state', 'lane', 'priority')
+local row = redis.call('HMGET', jobKey, 'state', 'lane', 'priority', 'trimmed')
 if not row[1] then return {-1, ''} end
-if row[1] ~= 'dead' then return {0, row[1]} end
+if row[1] ~= 'dead' or row[4] then return {0, row[1]} end  -- a trimmed tombstone has no payload left
 
 local laneKey = prefix .. 'lane:' .. row[2]
 redis.call('ZREM', deadKey, jobId)

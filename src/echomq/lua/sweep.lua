@@ -6,8 +6,10 @@
     1. promote: delayed jobs whose due time has passed go to their lane (always done);
     2. reclaim: active jobs whose lease deadline (server clock) has passed go back to their lane at
        their mint position, or to dead when their tries reached max attempts;
-    3. trim: done rows finished more than ARGV[4] ms ago keep only a tombstone (state, lane, digest,
-       attempts) that expires ARGV[5] ms after the finish, so late duplicates are still absorbed.
+    3. trim: done rows finished more than the result ttl ago, and dead rows dead-lettered more than
+       the dead ttl ago, keep only a tombstone (state, lane, digest, attempts) that expires one dedup
+       window after the finish, so late duplicates are still absorbed (a tombstone already past its
+       window is deleted at once).
   Steps 2 and 3 run only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N
   workers on one bus reclaim about once per period, not N times.
 
@@ -31,6 +33,7 @@
     ARGV[4] result ttl (ms): how long a done row is kept whole
     ARGV[5] dedup window (ms): how long after its finish a tombstone absorbs duplicates
     ARGV[6] wake cap
+    ARGV[7] dead ttl (ms): how long a dead row is kept whole for inspection and retry
 
   Output:
     { promoted, reclaimed, dead, trimmed, next_due, swept }
@@ -41,6 +44,7 @@ local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockK
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local prefix, limit, lockMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local resultTtl, dedupWindow, wakeCap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local deadTtl = tonumber(ARGV[7])
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -89,15 +93,18 @@ if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
       end
     end
   end
-  local old = redis.call('ZRANGEBYSCORE', doneKey, '-inf', now - resultTtl, 'WITHSCORES', 'LIMIT', 0, limit)
-  for i = 1, #old, 2 do
-    local jobId, finished = old[i], tonumber(old[i + 1])
-    local jobKey = prefix .. 'job:' .. jobId
-    redis.call('ZREM', doneKey, jobId)
-    redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
-    redis.call('HSET', jobKey, 'trimmed', now)
-    redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
-    trimmed = trimmed + 1
+  for _, set in ipairs({{doneKey, resultTtl}, {deadKey, deadTtl}}) do
+    local setKey, ttl = set[1], set[2]
+    local old = redis.call('ZRANGEBYSCORE', setKey, '-inf', now - ttl, 'WITHSCORES', 'LIMIT', 0, limit)
+    for i = 1, #old, 2 do
+      local jobId, finished = old[i], tonumber(old[i + 1])
+      local jobKey = prefix .. 'job:' .. jobId
+      redis.call('ZREM', setKey, jobId)
+      redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
+      redis.call('HSET', jobKey, 'trimmed', now)
+      redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
+      trimmed = trimmed + 1
+    end
   end
 end
 
