@@ -15,13 +15,26 @@ from tests.support.probe import Probe
 
 
 @pytest.fixture
-async def trimming(redis_server, sync_redis, tag):
+async def watched_bus(redis_server, sync_redis, tag):
+    """A factory of buses with given settings on the test's tag, each watched by a probe."""
+    made = []
+
+    def make(**settings):
+        bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(**settings))
+        probe = Probe(sync_redis, bus.keys)
+        probe.watch(bus)
+        made.append(bus)
+        return bus, probe
+
+    yield make
+    for bus in made:
+        await bus.aclose()
+
+
+@pytest.fixture
+def trimming(watched_bus):
     """A bus that trims done rows at the first sweep (result ttl 0) and absorbs duplicates for 10 min."""
-    bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(result_ttl_ms=0, dedup_window_ms=600_000))
-    probe = Probe(sync_redis, bus.keys)
-    probe.watch(bus)
-    yield bus, probe
-    await bus.aclose()
+    return watched_bus(result_ttl_ms=0, dedup_window_ms=600_000)
 
 
 async def test_an_expired_lease_goes_back_to_its_lane_at_the_mint_position(bus, probe):
@@ -227,24 +240,19 @@ async def test_a_tombstone_still_answers_duplicate_and_conflict(trimming):
     assert await bus.complete(claim) is Finish.STALE
 
 
-async def test_without_a_dedup_window_a_trimmed_row_is_gone(redis_server, sync_redis, tag):
+async def test_without_a_dedup_window_a_trimmed_row_is_gone(watched_bus):
     """With a dedup window of 0 the trim deletes the row, and the same id is then admitted anew."""
-    bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(result_ttl_ms=0, dedup_window_ms=0))
-    probe = Probe(sync_redis, bus.keys)
-    probe.watch(bus)
-    try:
-        job = ids.mint("JOB")
-        await bus.enqueue(job, lane="L", payload=b"")
-        [claim] = await bus.claim()
-        await bus.complete(claim)
-        assert (await bus.sweep()).trimmed == 1
-        assert probe.check() == {}
-        with pytest.raises(UnknownJob):
-            await bus.inspect(job)
-        assert await bus.enqueue(job, lane="L", payload=b"") is Admission.ADMITTED
-        assert probe.check() == {job: "queued"}
-    finally:
-        await bus.aclose()
+    bus, probe = watched_bus(result_ttl_ms=0, dedup_window_ms=0)
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"")
+    [claim] = await bus.claim()
+    await bus.complete(claim)
+    assert (await bus.sweep()).trimmed == 1
+    assert probe.check() == {}
+    with pytest.raises(UnknownJob):
+        await bus.inspect(job)
+    assert await bus.enqueue(job, lane="L", payload=b"") is Admission.ADMITTED
+    assert probe.check() == {job: "queued"}
 
 
 async def test_dead_rows_are_kept_whole_for_the_dead_ttl_whatever_the_result_ttl(trimming):
@@ -259,27 +267,21 @@ async def test_dead_rows_are_kept_whole_for_the_dead_ttl_whatever_the_result_ttl
     assert probe.row(job)["payload"] == b"p"
 
 
-async def test_a_dead_row_past_the_dead_ttl_is_trimmed_and_cannot_be_retried(redis_server, sync_redis, tag):
+async def test_a_dead_row_past_the_dead_ttl_is_trimmed_and_cannot_be_retried(watched_bus):
     """Past the dead ttl a dead row leaves dead as a tombstone that still absorbs duplicates, and
     retry_dead refuses it (its payload is gone)."""
-    settings = Settings(dead_ttl_ms=0, dedup_window_ms=600_000)
-    bus = Bus.from_url(redis_server.url, tag=tag, settings=settings)
-    probe = Probe(sync_redis, bus.keys)
-    probe.watch(bus)
-    try:
-        job = ids.mint("JOB")
-        await bus.enqueue(job, lane="L", payload=b"p")
-        [claim] = await bus.claim()
-        await bus.fail(claim, "boom", retryable=False)
-        assert (await bus.sweep()).trimmed == 1
-        assert probe.members("dead") == {}
-        assert probe.check() == {job: "dead"}
-        assert "payload" not in probe.row(job)
-        assert await bus.enqueue(job, lane="L", payload=b"p") is Admission.DUPLICATE
-        assert await bus.retry_dead(job) is False
-        assert probe.check() == {job: "dead"}
-    finally:
-        await bus.aclose()
+    bus, probe = watched_bus(dead_ttl_ms=0, dedup_window_ms=600_000)
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"p")
+    [claim] = await bus.claim()
+    await bus.fail(claim, "boom", retryable=False)
+    assert (await bus.sweep()).trimmed == 1
+    assert probe.members("dead") == {}
+    assert probe.check() == {job: "dead"}
+    assert "payload" not in probe.row(job)
+    assert await bus.enqueue(job, lane="L", payload=b"p") is Admission.DUPLICATE
+    assert await bus.retry_dead(job) is False
+    assert probe.check() == {job: "dead"}
 
 
 async def test_a_sweep_on_an_empty_bus_reports_nothing(bus, probe):
