@@ -5,6 +5,11 @@ the lease keeper, which must run while a handler blocks the event loop, and an a
 blocking pickup whose socket timeout outlasts the BLPOP (redis-py 8 defaults ``socket_timeout`` to 5 s,
 which would abort a 10 s block). Both copy only the connection options that mean the same thing in the
 sync and asyncio clients (address, database, credentials, TLS), never the pool's internal state.
+
+For a ``redis.asyncio.RedisCluster`` the twins are cluster clients too (``redis.cluster.RedisCluster``,
+``redis.asyncio.RedisCluster``), started from the nodes the bus's client knows (all of them once it has
+discovered the cluster, else its startup nodes), so each command is routed by its keys' slot. A blocking
+cluster client discovers the cluster when it is made, so make it where waiting on the network is fine.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from typing import Any
 
 import redis
 import redis.asyncio
+import redis.cluster
+from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 
 from echomq.errors import InvalidOption
 
@@ -33,11 +40,15 @@ _PORTABLE = (
 )
 
 
+# What a cluster client's connections share besides the address (a cluster has no database and no sockets).
+_CLUSTER_PORTABLE = tuple(key for key in _PORTABLE if key not in ("host", "port", "path", "db"))
+
+
 def _options(client: object) -> tuple[redis.asyncio.ConnectionPool, dict[str, Any]]:
     pool = getattr(client, "connection_pool", None)
     if not isinstance(pool, redis.asyncio.ConnectionPool):
         raise InvalidOption(
-            f"the worker needs a redis.asyncio.Redis client on one server, got {type(client).__name__}"
+            f"the worker needs a redis.asyncio.Redis or RedisCluster client, got {type(client).__name__}"
         )
     kwargs = pool.connection_kwargs
     options = {key: kwargs[key] for key in _PORTABLE if key in kwargs}
@@ -45,8 +56,32 @@ def _options(client: object) -> tuple[redis.asyncio.ConnectionPool, dict[str, An
     return pool, options
 
 
-def blocking_twin(client: object, *, socket_timeout: float | None) -> redis.Redis:
-    """A blocking ``redis.Redis`` to the server of ``client`` (raw bytes replies)."""
+def _cluster_options(client: redis.asyncio.RedisCluster) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """The nodes to start from and the connection options of a cluster client."""
+    kwargs = client.get_connection_kwargs()
+    options = {key: kwargs[key] for key in _CLUSTER_PORTABLE if key in kwargs}
+    kind = kwargs.get("connection_class")
+    if isinstance(kind, type) and issubclass(kind, redis.asyncio.SSLConnection):
+        options["ssl"] = True
+        options.update({key: value for key, value in kwargs.items() if key.startswith("ssl_")})
+    nodes = client.get_nodes() or client.startup_nodes  # none discovered yet: where the bus starts
+    return [(node.host, int(node.port)) for node in nodes], options
+
+
+def blocking_twin(
+    client: object, *, socket_timeout: float | None
+) -> redis.Redis | redis.cluster.RedisCluster:
+    """A blocking ``redis.Redis`` to the server of ``client`` (raw bytes replies); for a cluster client a
+    ``redis.cluster.RedisCluster``, which connects (discovers the cluster) before it returns."""
+    if isinstance(client, redis.asyncio.RedisCluster):
+        nodes, options = _cluster_options(client)
+        node = redis.cluster.ClusterNode
+        return redis.cluster.RedisCluster(
+            startup_nodes=[node(host, port) for host, port in nodes],  # type: ignore[no-untyped-call]
+            socket_timeout=socket_timeout,
+            decode_responses=False,
+            **options,
+        )
     pool, options = _options(client)
     kind = pool.connection_class.__name__
     classes: dict[str, type[redis.Connection | redis.SSLConnection | redis.UnixDomainSocketConnection]] = {
@@ -62,8 +97,19 @@ def blocking_twin(client: object, *, socket_timeout: float | None) -> redis.Redi
     return redis.Redis(connection_pool=twin)
 
 
-def async_twin(client: object, *, socket_timeout: float | None) -> redis.asyncio.Redis:
-    """An asyncio ``redis.asyncio.Redis`` to the server of ``client`` with its own pool and timeout."""
+def async_twin(
+    client: object, *, socket_timeout: float | None
+) -> redis.asyncio.Redis | redis.asyncio.RedisCluster:
+    """An asyncio ``redis.asyncio.Redis`` to the server of ``client`` with its own pool and timeout; for a
+    cluster client a ``redis.asyncio.RedisCluster`` (it connects on first use)."""
+    if isinstance(client, redis.asyncio.RedisCluster):
+        nodes, options = _cluster_options(client)
+        return redis.asyncio.RedisCluster(
+            startup_nodes=[AsyncClusterNode(host, port) for host, port in nodes],
+            socket_timeout=socket_timeout,
+            decode_responses=False,
+            **options,
+        )
     pool, options = _options(client)
     twin = redis.asyncio.ConnectionPool(
         connection_class=pool.connection_class,

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.commands.core import AsyncScript, Script
 
 KEY_COUNTS: dict[str, int] = {
@@ -70,7 +71,7 @@ class AsyncScripts(_Registry[AsyncScript]):
 class SyncScripts(_Registry[Script]):
     """Scripts bound to a blocking client (the lease keeper thread uses these)."""
 
-    def __init__(self, client: SyncRedis) -> None:
+    def __init__(self, client: SyncRedis | SyncRedisCluster) -> None:
         super().__init__({name: client.register_script(source(name)) for name in KEY_COUNTS})
 
     def run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:

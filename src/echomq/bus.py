@@ -54,8 +54,8 @@ class Bus:
     ``redis`` is a ``redis.asyncio.Redis`` or a ``redis.asyncio.RedisCluster``, created with
     ``decode_responses=False``. On a cluster every key of the bus is in the one slot of its hash tag, so
     every script runs on the node that owns it; a large deployment spreads lanes over several tags.
-    Batched calls (:meth:`enqueue_many`) go one script per call on a cluster, since redis-py's cluster
-    pipeline refuses scripts. The :class:`~echomq.worker.Worker` needs a single-node client for now.
+    Batched calls (:meth:`enqueue_many`, and the :class:`~echomq.worker.Worker`'s completes and lease
+    renewals) go one script per call on a cluster, since redis-py's cluster pipeline refuses scripts.
     """
 
     def __init__(self, redis: Client, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> None:

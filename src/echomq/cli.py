@@ -1,7 +1,8 @@
 """The ``echomq`` command: run a worker, read stats, inspect jobs, handle dead letters, sweep, demo.
 
 ``REDIS_URL`` selects the server (default ``redis://127.0.0.1:6379/0``; ``echomq demo`` starts an
-embedded Redis instead when it is unset). ``--tag`` selects the bus (default ``cm``). Bad input (an
+embedded Redis instead when it is unset); with ``--cluster`` it names one node of a Redis Cluster, from
+which the client discovers the others. ``--tag`` selects the bus (default ``cm``). Bad input (an
 ill-formed job id, a bad ``MODULE:FUNC``) exits with 2 and one line on stderr; a job that does not exist,
 or a server that cannot be reached, exits with 1. No error ends in a traceback.
 """
@@ -33,6 +34,7 @@ from echomq.worker import SWEEP_PERIOD_S, Worker
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 EXIT_FAILURE = 1  # a job not found, not dead, or Redis unreachable
 EXIT_USAGE = 2  # ill-formed input, as argparse uses
+_CLUSTER_HELP = "REDIS_URL names one node of a Redis Cluster"
 
 
 class UsageError(Exception):
@@ -112,9 +114,14 @@ def load_handler(spec: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
+def _bus(args: argparse.Namespace) -> Bus:
+    """The bus of ``--tag`` on ``REDIS_URL`` (a cluster client with ``--cluster``)."""
+    return Bus.from_url(redis_url(), tag=args.tag, cluster=args.cluster)
+
+
 async def _worker(args: argparse.Namespace) -> int:
     handler = load_handler(args.handler)
-    async with Bus.from_url(redis_url(), tag=args.tag) as bus:
+    async with _bus(args) as bus:
         worker = Worker(
             bus,
             handler,
@@ -129,7 +136,7 @@ async def _worker(args: argparse.Namespace) -> int:
 
 
 async def _stats(args: argparse.Namespace) -> int:
-    async with Bus.from_url(redis_url(), tag=args.tag) as bus:
+    async with _bus(args) as bus:
         stats = await bus.stats(lanes=args.lanes)
     if args.json:
         _print_json({"tag": args.tag, **stats.as_dict()})
@@ -145,7 +152,7 @@ async def _stats(args: argparse.Namespace) -> int:
 
 
 async def _inspect(args: argparse.Namespace) -> int:
-    async with Bus.from_url(redis_url(), tag=args.tag) as bus:
+    async with _bus(args) as bus:
         info = await bus.inspect(args.job)
     data = _job_json(info)
     if args.json:
@@ -164,7 +171,7 @@ async def _inspect(args: argparse.Namespace) -> int:
 
 
 async def _dead_list(args: argparse.Namespace) -> int:
-    async with Bus.from_url(redis_url(), tag=args.tag) as bus:
+    async with _bus(args) as bus:
         dead = await bus.dead_jobs(limit=args.limit)
         infos = await asyncio.gather(*(bus.inspect(job) for job, _ in dead), return_exceptions=True)
     rows = []
@@ -184,7 +191,7 @@ async def _dead_list(args: argparse.Namespace) -> int:
 
 
 async def _dead_retry(args: argparse.Namespace) -> int:
-    async with Bus.from_url(redis_url(), tag=args.tag) as bus:
+    async with _bus(args) as bus:
         if not args.all:
             if await bus.retry_dead(args.job):
                 print(f"{args.job} is back in its lane")
@@ -203,7 +210,7 @@ async def _dead_retry(args: argparse.Namespace) -> int:
 
 
 async def _sweep(args: argparse.Namespace) -> int:
-    async with Bus.from_url(redis_url(), tag=args.tag) as bus:
+    async with _bus(args) as bus:
         report = await bus.sweep()
     if args.json:
         _print_json(asdict(report))
@@ -218,17 +225,21 @@ async def _sweep(args: argparse.Namespace) -> int:
 async def _demo(args: argparse.Namespace) -> int:
     from echomq import demo  # noqa: PLC0415  (the demo pulls in the embedded server only when asked)
 
-    return await demo.run(tag=args.tag, seconds=args.seconds, lanes=args.lanes, rate=args.rate)
+    return await demo.run(
+        tag=args.tag, seconds=args.seconds, lanes=args.lanes, rate=args.rate, cluster=args.cluster
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="echomq", description="EchoMQ: a reliable job queue on Redis.")
     parser.add_argument("--tag", default=DEFAULT_TAG, help=f"bus tag (default {DEFAULT_TAG})")
+    parser.add_argument("--cluster", action="store_true", help=_CLUSTER_HELP)
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper
     )
     common = _Parser(add_help=False)
     common.add_argument("--tag", default=argparse.SUPPRESS, help=f"bus tag (default {DEFAULT_TAG})")
+    common.add_argument("--cluster", action="store_true", default=argparse.SUPPRESS, help=_CLUSTER_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker on MODULE:FUNC")
@@ -283,7 +294,13 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run(args))
     except KeyboardInterrupt:
         return 130
-    except (UsageError, EchoMQError, ValueError, redis.exceptions.RedisError) as exc:
+    except (
+        UsageError,
+        EchoMQError,
+        ValueError,
+        redis.exceptions.RedisError,
+        redis.exceptions.RedisClusterException,
+    ) as exc:
         code, message = explain(exc)
         print(message, file=sys.stderr)
         return code
@@ -297,7 +314,12 @@ def explain(exc: Exception) -> tuple[int, str]:
         return EXIT_USAGE, f"echomq: error: {exc}"
     if isinstance(exc, EchoMQError):
         return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {_shown_url()})"
-    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+    unreachable = (  # a cluster client that reached no node raises a RedisClusterException
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        redis.exceptions.RedisClusterException,
+    )
+    if isinstance(exc, unreachable):
         return EXIT_FAILURE, f"echomq: RedisUnavailable: {exc} (server {_shown_url()})"
     if isinstance(exc, redis.exceptions.RedisError):  # a call the bus does not translate (dead_jobs)
         return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {_shown_url()})"

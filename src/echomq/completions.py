@@ -5,7 +5,8 @@ round trip would make the client, not Redis, the limit of a drain. :class:`Compl
 completes requested during one turn of the event loop and sends them as one pipeline of EVALSHA calls
 (no transaction: each is its own fenced script, exactly as :func:`echomq.jobs.complete` would run it,
 and each caller gets its own outcome or error). A script the server does not know yet (a restarted
-server) is loaded and that call run again on its own.
+server) is loaded and that call run again on its own. On a Redis Cluster the completes of a turn go
+concurrently, one script call each (redis-py's cluster pipeline refuses scripts), with the same outcomes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis.exceptions
 
 from echomq import jobs
-from echomq.errors import EchoMQError, ScriptError, translate_redis_errors
+from echomq.errors import EchoMQError, translate_redis_errors, translated
 from echomq.states import Finish
 
 if TYPE_CHECKING:
@@ -68,19 +69,26 @@ class Completions:
             task.add_done_callback(self._flushes.discard)
 
     async def _flush(self, batch: list[_Pending]) -> None:
-        sha = self.bus.scripts.get("complete", batch[0][1]).sha
         try:
-            with translate_redis_errors():
-                pipe = self.bus.redis.pipeline(transaction=False)
-                for _, keys, args, _ in batch:
-                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
-                replies = await pipe.execute(raise_on_error=False)
+            replies = await self._send(batch)
         except EchoMQError as exc:
             for *_, future in batch:
                 _settle(future, None, type(exc)(str(exc)))
             return
         for (claim, keys, args, future), reply in zip(batch, replies, strict=True):
             await self._answer(claim, keys, args, future, reply)
+
+    async def _send(self, batch: list[_Pending]) -> list[Any]:
+        """One reply per complete, a refused call's error in its place; raises if none could be sent."""
+        sha = self.bus.scripts.get("complete", batch[0][1]).sha
+        with translate_redis_errors():
+            if self.bus.is_cluster:  # the cluster pipeline refuses scripts: one call each, concurrently
+                calls = [(keys, args) for _, keys, args, _ in batch]
+                return await jobs.run_each(self.bus, "complete", calls, return_exceptions=True)
+            pipe = self.bus.redis.pipeline(transaction=False)
+            for _, keys, args, _ in batch:
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+            return await pipe.execute(raise_on_error=False)
 
     async def _answer(
         self, claim: Claim, keys: list[str], args: list[Any], future: asyncio.Future[Finish], reply: Any
@@ -89,8 +97,8 @@ class Completions:
             if isinstance(reply, redis.exceptions.NoScriptError):
                 with translate_redis_errors():
                     reply = await self.bus.scripts.run("complete", keys, args)
-            if isinstance(reply, Exception):
-                raise ScriptError(str(reply))
+            if isinstance(reply, BaseException):  # refused, or (one call of a cluster batch) unreachable
+                raise translated(reply)
             _settle(future, jobs.finish_outcome(claim, reply), None)
         except EchoMQError as exc:
             _settle(future, None, exc)

@@ -103,12 +103,17 @@ async def _show(bus: Bus, worker: Worker, stop: asyncio.Event, seconds: float | 
         print()
 
 
-async def run(*, tag: str, seconds: float | None, lanes: int = 20, rate: float = 200.0) -> int:
-    """Run the demo until Ctrl-C or ``seconds``; returns the exit code."""
+async def run(
+    *, tag: str, seconds: float | None, lanes: int = 20, rate: float = 200.0, cluster: bool = False
+) -> int:
+    """Run the demo until Ctrl-C or ``seconds``; returns the exit code. With ``cluster``, ``REDIS_URL``
+    names one node of a Redis Cluster (the embedded server is a single node, so it needs REDIS_URL)."""
     check_int("lanes", lanes, 1, 10_000)
     if not 0 < rate <= 100_000 or (seconds is not None and not 0 < seconds < math.inf):  # nan: False
         raise InvalidOption("rate is in (0, 100000] jobs a second and seconds, when given, is > 0 and finite")
     url = os.environ.get("REDIS_URL")
+    if cluster and not url:
+        raise InvalidOption("--cluster needs REDIS_URL naming one node of the cluster")
     server = None
     try:
         if not url:
@@ -118,7 +123,7 @@ async def run(*, tag: str, seconds: float | None, lanes: int = 20, rate: float =
             server.start()
             url = server.url
             print(f"embedded redis-server on {url}, data in {server.data_dir}", flush=True)
-        async with Bus.from_url(url, tag=tag) as bus:
+        async with Bus.from_url(url, tag=tag, cluster=cluster) as bus:
             worker = Worker(bus, _noop, concurrency=20, lease_ms=10_000, grace_s=5.0)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()

@@ -85,12 +85,28 @@ class Permanent(EchoMQError):
     """
 
 
+# Errors that mean the server (on a cluster: the node owning the slot) could not be reached in time.
+_UNREACHABLE = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.RedisClusterException,  # a cluster client that cannot reach a node, or a slot's owner
+)
+
+
+def translated(exc: BaseException) -> EchoMQError:
+    """The EchoMQ error for a failed Redis call: :class:`RedisUnavailable` if the server could not be
+    reached, else :class:`ScriptError` (a refusal: an error reply, OOM, READONLY, BUSY...)."""
+    if isinstance(exc, EchoMQError):
+        return exc
+    if isinstance(exc, _UNREACHABLE):
+        return RedisUnavailable(str(exc) or type(exc).__name__)
+    return ScriptError(str(exc))
+
+
 @contextmanager
 def translate_redis_errors() -> Iterator[None]:
     """Translate redis-py errors raised inside the block into the EchoMQ tree."""
     try:
         yield
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-        raise RedisUnavailable(str(exc) or type(exc).__name__) from exc
-    except redis.exceptions.ResponseError as exc:
-        raise ScriptError(str(exc)) from exc
+    except (*_UNREACHABLE, redis.exceptions.ResponseError) as exc:
+        raise translated(exc) from exc

@@ -3,7 +3,8 @@
 Blocking happens outside Lua, claiming inside it. The fetcher claims a batch for the worker's free slots;
 when the claim comes back short, the ring was empty (and the claim deleted the stale wake tokens), so
 every job that becomes claimable from then on pushes a fresh token, and the fetcher blocks on the wake
-list (BLPOP, on a connection of its own whose socket timeout outlasts the block) until a token arrives,
+list (BLPOP, on a connection of its own whose socket timeout outlasts the block; on a cluster, a cluster
+client of its own, which sends the BLPOP to the node owning the wake key's slot) until a token arrives,
 the next sweep is due, or the next delayed job is due (the claim reply says when). A block that ends
 without a token is followed by the sweep, not by a claim, which is what keeps an idle worker at two
 commands per block; once per :data:`SAFETY_CLAIM_S` it claims anyway.

@@ -174,6 +174,19 @@ async def enqueue(
         return _admission(await bus.scripts.run("enqueue", keys, args))
 
 
+async def run_each(
+    bus: Bus, name: str, calls: list[tuple[list[str], list[Any]]], *, return_exceptions: bool = False
+) -> list[Any]:
+    """Run script ``name`` once per ``(keys, args)``, concurrently, one call each: a batch on a cluster,
+    where redis-py's pipeline refuses scripts. With ``return_exceptions`` a failed call's exception is its
+    reply; else the first one raises (untranslated)."""
+    # A cold cluster client that discovers the cluster under many concurrent first calls can hand a
+    # half-made connection to one of them (redis-py 8.1); discovering first, once, avoids it.
+    await bus.redis.initialize()
+    runs = (bus.scripts.run(name, keys, args) for keys, args in calls)
+    return await asyncio.gather(*runs, return_exceptions=return_exceptions)
+
+
 async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
     """Admit many jobs in one round trip; each is its own idempotent script (not one transaction).
 
@@ -185,7 +198,7 @@ async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
         return []
     with translate_redis_errors():
         if bus.is_cluster:
-            replies = await asyncio.gather(*(bus.scripts.run("enqueue", k, a) for k, a in calls))
+            replies = await run_each(bus, "enqueue", calls)
             return [_admission(reply) for reply in replies]
         pipe = bus.redis.pipeline(transaction=False)
         for keys, args in calls:

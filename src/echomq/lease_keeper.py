@@ -3,7 +3,9 @@
 A handler that blocks the event loop (a sync call inside an ``async def``, a long CPU step) must not lose
 its lease for that reason alone, so extension does not run on the event loop: a daemon thread wakes every
 ``lease_ms / 3`` and renews all tracked leases in one pipeline of ``extend.lua`` calls (server clock, so
-worker clocks never matter). With nothing in flight it issues no command at all.
+worker clocks never matter). With nothing in flight it issues no command at all. On a Redis Cluster the
+renewals go one script call each (redis-py's cluster pipeline refuses scripts), on a blocking cluster client
+that the thread makes at its first round with leases to renew (it discovers the cluster when made).
 
 When Redis answers ``Lease.REVOKED`` (the sweep reaped the lease: the worker stalled, or was partitioned,
 past its deadline), the keeper sets that job's ``revoked`` event, logs ``lease.revoked`` and stops
@@ -18,9 +20,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import redis
+import redis.cluster
 
 from echomq import jobs
 from echomq._clients import blocking_twin
@@ -50,29 +53,32 @@ class LeaseKeeper:
         self._tracked: dict[LeaseKey, tuple[Claim, threading.Event]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._client: redis.Redis | None = None
+        self._client: redis.Redis | redis.cluster.RedisCluster | None = None
         self._scripts: SyncScripts | None = None
+        self._started = False
 
     def start(self) -> None:
         """Start the thread (idempotent)."""
         if self._thread is not None:
             return
-        # A round must not hang past the lease it is renewing, but gets at least a second.
-        self._client = blocking_twin(self.bus.redis, socket_timeout=max(1.0, self.interval_s))
-        self._scripts = SyncScripts(self._client)
         self._stop.clear()
+        self._started = True
+        if not self.bus.is_cluster:  # no I/O yet: a single-node client connects on first use
+            self._connect()
         self._thread = threading.Thread(target=self._run, name="echomq-lease-keeper", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """Stop the thread, wait for its current round, and close its client."""
         self._stop.set()
+        self._started = False
         if self._thread is not None:
             self._thread.join(timeout=max(5.0, 2 * self.interval_s))
             self._thread = None
         if self._client is not None:
             self._client.close()
             self._client = None
+            self._scripts = None
 
     def track(self, claim: Claim, revoked: threading.Event) -> None:
         """Renew ``claim``'s lease from the next tick on; set ``revoked`` if Redis refuses it."""
@@ -89,18 +95,15 @@ class LeaseKeeper:
             self.extend_all()
 
     def extend_all(self) -> None:
-        """One round: renew every tracked lease in one pipeline (no command when none is tracked)."""
+        """One round: renew every tracked lease, in one pipeline on a single node and one call each on a
+        cluster (no command when none is tracked)."""
         with self._lock:
             batch = list(self._tracked.values())
-        if not batch or self._client is None or self._scripts is None:
+        if not batch or not self._started:
             return
         try:
-            pipe = self._client.pipeline(transaction=False)
-            for claim, _ in batch:
-                keys, args = jobs.extend_call(self.bus, claim, self.lease_ms)
-                self._scripts.run("extend", keys, args, client=pipe)
-            replies = pipe.execute(raise_on_error=False)
-        except redis.RedisError as exc:
+            replies = self._send([jobs.extend_call(self.bus, claim, self.lease_ms) for claim, _ in batch])
+        except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             emit(log, logging.WARNING, "lease.error", error=str(exc) or type(exc).__name__, jobs=len(batch))
             return
         for (claim, revoked), reply in zip(batch, replies, strict=True):
@@ -117,6 +120,35 @@ class LeaseKeeper:
                 self.untrack(claim)
             elif outcome is Lease.REVOKED:
                 self._revoke(claim, revoked)
+
+    def _connect(self) -> SyncScripts:
+        """The scripts on the keeper's client, made on first need."""
+        if self._scripts is None:
+            # A round must not hang past the lease it is renewing, but gets at least a second.
+            self._client = blocking_twin(self.bus.redis, socket_timeout=max(1.0, self.interval_s))
+            self._scripts = SyncScripts(self._client)
+        return self._scripts
+
+    def _send(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """One reply per extend call, a refused call's error in its place; raises if Redis is unreachable.
+
+        A cluster gets one script call each, since redis-py's cluster pipeline refuses scripts: a refusal
+        stays that call's reply, as in the pipeline; a connection error ends the round, as in the pipeline.
+        """
+        scripts = self._connect()
+        if self.bus.is_cluster:
+            replies: list[Any] = []
+            for keys, args in calls:
+                try:
+                    replies.append(scripts.run("extend", keys, args))
+                except redis.ResponseError as exc:
+                    replies.append(exc)
+            return replies
+        assert self._client is not None
+        pipe = self._client.pipeline(transaction=False)
+        for keys, args in calls:
+            scripts.run("extend", keys, args, client=pipe)
+        return pipe.execute(raise_on_error=False)
 
     def _revoke(self, claim: Claim, revoked: threading.Event) -> None:
         if not self.untrack(claim):

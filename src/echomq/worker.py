@@ -39,6 +39,11 @@ Guarantees
   to finish; the rest are released at once (back to their lanes, the try not counted), so a restarted
   worker picks them up without waiting for their leases. A second signal releases at once. Cancelling
   the task of :meth:`run` is a ``stop()``; cancelling it again releases at once.
+* **Redis Cluster.** A bus on a ``redis.asyncio.RedisCluster`` client works the same way, with the same
+  guarantees: every key of the bus is in one slot, so every script runs on the node that owns it. What
+  differs is throughput, not outcome: the completes of one event-loop turn and the lease renewals of one
+  round go one script call each (concurrently for the completes) instead of one pipeline, since redis-py's
+  cluster pipeline refuses scripts.
 
 Idle command budget
 ===================
@@ -65,12 +70,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from echomq import processor
 from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.completions import Completions
-from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError
+from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError, translated
 from echomq.fetcher import IDLE_BLOCK_S, SAFETY_CLAIM_S, Fetcher, first_of
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
@@ -297,10 +303,10 @@ class Worker:
     async def _check_eviction_policy(self) -> None:
         try:
             reply: dict[Any, Any] = await self.bus.redis.config_get("maxmemory-policy")
-        except redis.RedisError as exc:  # CONFIG renamed, disabled or denied by an ACL (managed Redis)
+        except (redis.RedisError, RedisClusterException) as exc:  # CONFIG renamed, disabled or denied
             emit(log, logging.DEBUG, "redis.config_unavailable", error=str(exc) or type(exc).__name__)
             # Unreachable (a worker started before its Redis): check again once the loop gets through.
-            self._policy_unchecked = isinstance(exc, redis.ConnectionError | redis.TimeoutError)
+            self._policy_unchecked = isinstance(translated(exc), RedisUnavailable)
             return
         self._policy_unchecked = False
         for key, value in reply.items():

@@ -1,15 +1,22 @@
 """A bus on a real three-node Redis Cluster: every key of a bus is in one slot, so every script runs whole
-on the node that owns it, whichever node that is."""
+on the node that owns it, whichever node that is; the worker (in process and as `echomq --cluster worker`)
+runs on such a bus."""
 
 from __future__ import annotations
+
+import contextlib
+import signal
+import time
 
 import pytest
 import redis
 from redis.crc import key_slot
 
-from echomq import Admission, Bus, Failure, Finish, InvalidOption, NewJob, Worker, ids
+from echomq import Admission, Bus, Failure, Finish, NewJob, Worker, ids
+from echomq.keyspace import Keyspace
 from echomq.server import RedisClusterProcesses
 from tests.support import invariants
+from tests.support.workers import Sweeper, cli, eventually, job_state, running, state_is, stop_process
 
 # Tags whose slots fall on each of the three nodes' thirds of the slot space.
 TAGS = ("cm", "game-7", "t42")
@@ -75,12 +82,108 @@ async def test_the_queue_works_whole_on_the_node_that_owns_the_tag(cluster, tag)
         await bus.aclose()
 
 
-async def test_the_worker_refuses_a_cluster_client_with_a_clear_error(cluster):
-    """The worker needs a single-node client for its lease keeper; on a cluster bus it says so."""
-    bus = Bus.from_url(f"redis://127.0.0.1:{cluster.ports[0]}/0", tag="cm", cluster=True)
+def _tags_on_each_node(cluster, prefix: str) -> list[str]:
+    """One tag per node of the cluster (the first candidates ``prefix-N`` whose slot each node owns)."""
+    found: dict[int, str] = {}
+    for n in range(1000):
+        tag = f"{prefix}-{n}"
+        found.setdefault(_owner(cluster, Keyspace(tag).ring), tag)
+        if len(found) == len(cluster.ports):
+            return list(found.values())
+    raise AssertionError("no tag found for every node")
+
+
+def _url(cluster) -> str:
+    return f"redis://127.0.0.1:{cluster.ports[0]}/0"
+
+
+async def _enqueue(bus: Bus, count: int, lanes: int) -> list[str]:
+    jobs = [NewJob(ids.mint("JOB"), f"PLR{i % lanes}", b"p") for i in range(count)]
+    assert await bus.enqueue_many(jobs) == [Admission.ADMITTED] * count
+    return [job.job for job in jobs]
+
+
+async def test_a_worker_on_a_cluster_bus_completes_every_job_on_each_node(cluster):
+    """One in-process worker per bus, with the buses on different nodes, completes every job of every lane
+    once, and each bus's keys end consistent on the node that owns its tag."""
+    tags = _tags_on_each_node(cluster, "wk")
+    buses = [Bus.from_url(_url(cluster), tag=tag, cluster=True) for tag in tags]
     try:
-        worker = Worker(bus, lambda job: None)
-        with pytest.raises(InvalidOption, match="one server"):
-            await worker.run()
+        queued = [await _enqueue(bus, 40, lanes=7) for bus in buses]
+        workers = [Worker(bus, lambda job: b"ok", concurrency=8, lease_ms=5_000) for bus in buses]
+        async with contextlib.AsyncExitStack() as stack:
+            for worker in workers:
+                await stack.enter_async_context(running(worker))
+
+            async def all_done() -> bool:
+                return all([(await bus.stats()).counters["completed"] == 40 for bus in buses])
+
+            await eventually(all_done, 20, "every bus drained")
+        for bus, worker, jobs in zip(buses, workers, queued, strict=True):
+            assert worker.counts.completed == 40
+            assert worker.counts.stale == worker.counts.failed == 0
+            counters = (await bus.stats()).counters
+            assert counters["completed"] == 40
+            assert counters["reclaimed"] == 0
+            owner = redis.Redis(port=_owner(cluster, bus.keys.ring))
+            try:
+                assert invariants.check(owner, bus.keys) == dict.fromkeys(jobs, "done")
+            finally:
+                owner.close()
+    finally:
+        for bus in buses:
+            await bus.aclose()
+
+
+async def test_a_long_handler_keeps_its_lease_on_a_cluster(cluster):
+    """A handler that blocks the event loop for several leases keeps its job on a cluster bus: the lease
+    keeper's renewals land, a concurrent sweeper reclaims nothing, and the job completes once."""
+    tag = _tags_on_each_node(cluster, "lease")[1]
+    runs = []
+
+    def handler(job):
+        runs.append(job.attempt)
+        time.sleep(2.0)  # far past lease_ms; only the keeper thread can renew meanwhile
+        return b"finished"
+
+    bus = Bus.from_url(_url(cluster), tag=tag, cluster=True)
+    try:
+        [job] = await _enqueue(bus, 1, lanes=1)
+        with Sweeper(_url(cluster), tag, cluster=True) as sweeper:
+            async with running(Worker(bus, handler, lease_ms=600)):
+                await eventually(lambda: state_is(bus, job, "done"), 20, "the job completed")
+        assert sweeper.reports
+        assert sweeper.reclaimed == 0
+        counters = (await bus.stats()).counters
+        assert counters["reclaimed"] == 0
+        assert counters["extended"] > 0
+        assert counters["stale"] == 0
+        assert counters["completed"] == 1
+        assert runs == [1]
     finally:
         await bus.aclose()
+
+
+async def test_the_worker_command_drains_a_cluster_bus_and_stops_on_sigterm(cluster, tmp_path):
+    """`echomq --cluster --tag T worker` completes the jobs queued on a cluster bus, then exits 0 on
+    SIGTERM."""
+    tag = _tags_on_each_node(cluster, "cli")[2]
+    async with Bus.from_url(_url(cluster), tag=tag, cluster=True) as bus:
+        jobs = await _enqueue(bus, 25, lanes=5)
+        proc = cli(
+            _url(cluster), "--cluster", "--tag", tag, "worker", "tests.faults.handlers:noop", markers=tmp_path
+        )
+        try:
+
+            async def drained() -> bool:
+                if proc.poll() is not None:
+                    raise AssertionError(f"worker exited with {proc.returncode}")
+                return (await bus.stats()).counters["completed"] == len(jobs)
+
+            await eventually(drained, 20, "the worker drained the bus")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+        finally:
+            stop_process(proc)
+        assert all((tmp_path / f"{job}.1.finished").exists() for job in jobs)
+        assert [await job_state(bus, job) for job in jobs] == ["done"] * len(jobs)

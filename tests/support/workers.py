@@ -60,15 +60,16 @@ class Sweeper:
     """Another actor sweeping the bus every 50 ms from its own thread and event loop (as another process
     would), so a lease that is not renewed is reclaimed even while the worker's loop is blocked."""
 
-    def __init__(self, url: str, tag: str) -> None:
+    def __init__(self, url: str, tag: str, *, cluster: bool = False) -> None:
         self.url = url
         self.tag = tag
+        self.cluster = cluster
         self.reports: list[SweepReport] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
     async def _run(self) -> None:
-        async with Bus.from_url(self.url, tag=self.tag) as bus:
+        async with Bus.from_url(self.url, tag=self.tag, cluster=self.cluster) as bus:
             while not self._stop.is_set():
                 self.reports.append(await bus.sweep())
                 await asyncio.sleep(0.05)
