@@ -118,3 +118,23 @@ def async_twin(
         **options,
     )
     return redis.asyncio.Redis(connection_pool=twin)
+
+
+async def node_twin(
+    client: redis.asyncio.RedisCluster, key: str, *, socket_timeout: float | None
+) -> redis.asyncio.Redis:
+    """A plain asyncio client to the cluster node that owns ``key``'s slot.
+
+    The blocking pickup uses it for its BLPOP on a cluster: redis-py's cluster client leaks the sockets
+    of a command cancelled while it (re)discovers the cluster, and a stopping worker cancels its BLPOP. A
+    plain client drops a cancelled connection cleanly; if the slot moves, the BLPOP fails and the fetcher
+    asks again which node owns it.
+    """
+    await client.initialize()
+    node = client.get_node_from_key(key)
+    if node is None:
+        raise redis.exceptions.RedisClusterException(f"no cluster node owns the slot of {key}")
+    _, options = _cluster_options(client)
+    return redis.asyncio.Redis(
+        host=node.host, port=int(node.port), socket_timeout=socket_timeout, decode_responses=False, **options
+    )

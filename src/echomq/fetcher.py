@@ -22,8 +22,11 @@ import time
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
-from echomq._clients import async_twin
+from redis.asyncio import RedisCluster
+
+from echomq._clients import async_twin, node_twin
 from echomq.bus import Bus
+from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim
 from echomq.lanes import Claimed
 from echomq.logs import emit
@@ -74,10 +77,20 @@ class Fetcher:
         self._next_safety_claim_at = 0.0
 
     def open(self) -> None:
-        """Make the pickup connection (it connects on first use)."""
-        if self._waker is None:
+        """Make the pickup connection (it connects on first use; on a cluster, at the first block)."""
+        if self._waker is None and not self.bus.is_cluster:
             client = async_twin(self.bus.redis, socket_timeout=IDLE_BLOCK_S + _SOCKET_MARGIN_S)
             self._waker = Bus(client, self.bus.tag, self.bus.settings)
+
+    async def _pickup(self) -> Bus | None:
+        """The bus to block on: on a cluster, a plain client to the node owning the wake key's slot."""
+        if self._waker is None and isinstance(self.bus.redis, RedisCluster):
+            with translate_redis_errors():
+                client = await node_twin(
+                    self.bus.redis, self.bus.keys.wake, socket_timeout=IDLE_BLOCK_S + _SOCKET_MARGIN_S
+                )
+            self._waker = Bus(client, self.bus.tag, self.bus.settings)
+        return self._waker
 
     async def aclose(self) -> None:
         if self._waker is not None:
@@ -117,12 +130,17 @@ class Fetcher:
     async def _block(self) -> bool:
         """Block on the wake list until a token (True), a timer or stop (False)."""
         timeout = min(IDLE_BLOCK_S, self.until_timer())
-        if timeout <= _SLACK_S or self._waker is None:
+        if timeout <= _SLACK_S:
             return False
-        pickup = asyncio.ensure_future(self._waker.wait_for_work(timeout))
+        waker = await self._pickup()
+        if waker is None:
+            return False
+        pickup = asyncio.ensure_future(waker.wait_for_work(timeout))
         await first_of([pickup, self._stopping.wait()], None)
         if not pickup.done():  # stopping: the BLPOP was cancelled (its connection is dropped)
             return False
+        if pickup.exception() is not None and self.bus.is_cluster:
+            await self.aclose()  # the slot may have moved: ask again which node owns it next time
         return pickup.result()
 
     async def _sweep(self) -> bool:

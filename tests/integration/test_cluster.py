@@ -143,14 +143,14 @@ async def test_a_long_handler_keeps_its_lease_on_a_cluster(cluster):
 
     def handler(job):
         runs.append(job.attempt)
-        time.sleep(2.0)  # far past lease_ms; only the keeper thread can renew meanwhile
+        time.sleep(4.5)  # three leases long; only the keeper thread renews meanwhile
         return b"finished"
 
     bus = Bus.from_url(_url(cluster), tag=tag, cluster=True)
     try:
         [job] = await _enqueue(bus, 1, lanes=1)
         with Sweeper(_url(cluster), tag, cluster=True) as sweeper:
-            async with running(Worker(bus, handler, lease_ms=600)):
+            async with running(Worker(bus, handler, lease_ms=1500)):
                 await eventually(lambda: state_is(bus, job, "done"), 20, "the job completed")
         assert sweeper.reports
         assert sweeper.reclaimed == 0
