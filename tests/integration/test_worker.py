@@ -30,6 +30,15 @@ async def _until_state(bus, job, state, timeout=20.0):
     await eventually(lambda: state_is(bus, job, state), timeout, f"{job} {state}")
 
 
+async def _reap(bus, probe, job):
+    """Force the job's lease past and sweep until the sweep reclaims it (a renewal may land between
+    the two steps: then expire it again)."""
+    reclaimed = 0
+    while not reclaimed:
+        probe.expire(job)
+        reclaimed = (await bus.sweep()).reclaimed
+
+
 async def test_async_handler_results_complete_jobs(bus, sync_redis):
     """An async handler's bytes (or None) become the job's result and the job is done."""
 
@@ -171,10 +180,7 @@ async def test_revoked_is_set_when_the_lease_is_reaped(bus, sync_redis):
     probe = Probe(sync_redis, bus.keys)
     async with running(Worker(bus, handler, lease_ms=900)) as worker:
         await eventually(started.is_set, what="first run started")
-        reclaimed = 0
-        while not reclaimed:  # a renewal may land between the two steps: then expire it again
-            probe.expire(job)
-            reclaimed = (await bus.sweep()).reclaimed
+        await _reap(bus, probe, job)
         await _until_state(bus, job, "done")
         await eventually(lambda: worker.counts.stale == 1, what="stale finish")
     assert seen == {"revoked": True}
@@ -205,10 +211,7 @@ async def test_async_handler_is_cancelled_when_its_lease_is_reaped(bus, sync_red
     probe = Probe(sync_redis, bus.keys)
     async with running(Worker(bus, handler, lease_ms=900)) as worker:
         await eventually(started.is_set, what="first run started")
-        reclaimed = 0
-        while not reclaimed:
-            probe.expire(job)
-            reclaimed = (await bus.sweep()).reclaimed
+        await _reap(bus, probe, job)
         await _until_state(bus, job, "done")
     assert first_run == {"revoked": True}
     assert worker.counts.revoked == 1
