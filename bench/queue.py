@@ -22,7 +22,7 @@ from pathlib import Path
 import redis
 
 from echomq import Bus, NewJob, ids, jobs, lanes
-from echomq._scripts import SyncScripts
+from echomq.scripts import SyncScripts
 from echomq.keyspace import Keyspace
 from echomq.server import CommandMonitor, RedisProcess
 

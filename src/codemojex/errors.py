@@ -17,7 +17,8 @@ Every exception Codemojex raises derives from :class:`CodemojexError`, and each 
     │   └── UnknownGuess                    unknown_guess
     ├── RoundClosed                         round_closed      the round does not take this call any more
     ├── NotProven                           not_proven        a lock on a position no scored guess proved
-    └── Unavailable (also ConnectionError)  unavailable       Redis could not be reached; effect unknown
+    ├── Unavailable (also ConnectionError)  unavailable       Redis could not be reached; effect unknown
+    └── ScriptError                         script_error      a script answered outside its contract
 
 A refused guess (closed round, insufficient funds, the guess limit, an idempotency conflict) is *not* an
 error: :func:`codemojex.guesses.submit` answers it as a :class:`~codemojex.guesses.Refusal` value, having
@@ -115,3 +116,9 @@ class Unavailable(CodemojexError, ConnectionError):
     """Redis could not be reached, or the call timed out. The call's effect is unknown."""
 
     code = "unavailable"
+
+
+class ScriptError(CodemojexError):
+    """A Lua script answered outside its contract (a bug, or a foreign key under the game's prefix)."""
+
+    code = "script_error"

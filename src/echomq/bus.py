@@ -13,12 +13,12 @@ from typing import Any
 from redis.asyncio import Redis, RedisCluster
 
 from echomq import jobs, lanes, stats, sweep
-from echomq._scripts import AsyncScripts
 from echomq._validate import check_int
 from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim, JobInfo, NewJob
 from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
+from echomq.scripts import AsyncScripts
 from echomq.states import Admission, Failure, Finish, Lease, Release
 from echomq.stats import Stats
 from echomq.sweep import SweepReport

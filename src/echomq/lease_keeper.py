@@ -27,9 +27,9 @@ import redis.cluster
 
 from echomq import jobs
 from echomq._clients import blocking_twin
-from echomq._scripts import SyncScripts
 from echomq.errors import EchoMQError
 from echomq.logs import emit
+from echomq.scripts import SyncScripts
 from echomq.states import Lease
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 import redis
 
-from echomq import _scripts
+from echomq import scripts as _scripts
 
 LUA_DIR = resources.files("echomq").joinpath("lua")
 ON_DISK = sorted(p.name[: -len(".lua")] for p in LUA_DIR.iterdir() if p.name.endswith(".lua"))

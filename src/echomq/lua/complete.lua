@@ -23,18 +23,9 @@
 local jobKey, activeKey, doneKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local jobId, token, result = ARGV[1], ARGV[2], ARGV[3]
 
-local row = redis.call('HMGET', jobKey, 'state', 'attempts')
-if not row[1] then return {-1, ''} end
-if row[1] ~= 'active' or row[2] ~= token then
-  redis.call('HINCRBY', statsKey, 'stale', 1)
-  return {0, row[1]}
-end
+-- @include "finish"
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREM', activeKey, jobId)
-redis.call('ZADD', doneKey, now, jobId)
-redis.call('HSET', jobKey, 'state', 'done', 'finished', now, 'result', result)
-redis.call('HDEL', jobKey, 'deadline')
-redis.call('HINCRBY', statsKey, 'completed', 1)
+local refused = fence(jobKey, statsKey, token)
+if refused then return refused end
+complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result)
 return {1, 'done'}

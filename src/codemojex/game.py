@@ -1,0 +1,181 @@
+"""The Game: the bus it runs on, its keys, its scripts and settings.
+
+A thin facade, like :class:`echomq.Bus`: the behaviour lives in the role modules (:mod:`codemojex.rounds`,
+:mod:`codemojex.players`, :mod:`codemojex.wallet`, :mod:`codemojex.locks`, :mod:`codemojex.guesses`,
+:mod:`codemojex.leaderboard`, :mod:`codemojex.score_worker`), each taking a Game first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import redis.exceptions
+
+from codemojex.errors import (
+    CodemojexError,
+    InvalidId,
+    InvalidInput,
+    InvalidOption,
+    ScriptError,
+    Unavailable,
+)
+from codemojex.keys import GameKeys
+from echomq import Bus, Settings
+from echomq import errors as bus_errors
+from echomq.scripts import AsyncScripts, Library
+
+# Each game script and the number of KEYS it declares (a unit test checks the headers).
+KEY_COUNTS: dict[str, int] = {
+    "register": 4,
+    "open_round": 3,
+    "close_round": 1,
+    "credit": 3,
+    "submit": 15,
+    "score": 10,
+    "lock": 3,
+}
+LIBRARY = Library("codemojex", KEY_COUNTS)
+
+_CURRENCY = re.compile(r"[a-z]{1,16}")
+MAX_AMOUNT = 1_000_000
+
+
+def check_currency(name: object) -> str:
+    """Return ``name`` if it is 1-16 lower-case letters, else raise :class:`InvalidOption`."""
+    if not isinstance(name, str) or not _CURRENCY.fullmatch(name):
+        raise InvalidOption(f"a currency is 1-16 lower-case letters a-z, got {name!r}")
+    return name
+
+
+def check_int(name: str, value: object, low: int, high: int) -> int:
+    """Return ``value`` if it is an int (not a bool) in ``[low, high]``, else raise :class:`InvalidOption`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidOption(f"{name} is an int in [{low}, {high}], got {value!r}")
+    return value
+
+
+def check_amount(name: str, value: object, low: int = 1) -> int:
+    return check_int(name, value, low, MAX_AMOUNT)
+
+
+Prices = tuple[tuple[str, int], ...]
+
+
+def check_prices(prices: object, *, what: str = "price list") -> Prices:
+    """A non-empty list of ``(currency, amount)`` pairs, currencies distinct, amounts >= 1."""
+    if isinstance(prices, Mapping):
+        prices = list(prices.items())
+    if isinstance(prices, str | bytes) or not isinstance(prices, Sequence) or not prices:
+        raise InvalidOption(f"a {what} is a non-empty list of (currency, amount), got {prices!r}")
+    checked: list[tuple[str, int]] = []
+    for pair in prices:
+        if not isinstance(pair, Sequence) or isinstance(pair, str | bytes) or len(pair) != 2:
+            raise InvalidOption(f"a {what} entry is (currency, amount), got {pair!r}")
+        checked.append((check_currency(pair[0]), check_amount("an amount", pair[1])))
+    if len({currency for currency, _ in checked}) != len(checked):
+        raise InvalidOption(f"a {what} names each currency once, got {prices!r}")
+    if len(checked) > 8:
+        raise InvalidOption(f"a {what} has at most 8 currencies")
+    return tuple(checked)
+
+
+def encode_prices(prices: Prices) -> str:
+    """``ticket=1;coin=5``: the form the scripts parse (validated names and amounts only)."""
+    return ";".join(f"{currency}={amount}" for currency, amount in prices)
+
+
+def decode_prices(text: str) -> Prices:
+    pairs = [item.split("=", 1) for item in text.split(";") if item]
+    return tuple((currency, int(amount)) for currency, amount in pairs)
+
+
+@dataclass(frozen=True, slots=True)
+class GameSettings:
+    """Per-game defaults. Every process of one game should use the same values."""
+
+    grant: Prices = (("ticket", 3), ("coin", 50))  # what a new player starts with
+    prices: Prices = (("ticket", 1), ("coin", 5))  # a guess's price list, in order of preference
+    keyboard_size: int = 8
+    max_attempts: int = 10  # deliveries of one guess job before it is dead-lettered
+    max_queued: int = 100  # a player's guesses waiting to be scored, at most (then: too_many_queued)
+    events_cap: int = 1000  # entries kept in a round's event stream
+
+    def __post_init__(self) -> None:
+        check_prices(self.grant, what="grant")
+        check_prices(self.prices)
+        for name, low, high in (
+            ("keyboard_size", 2, 32),
+            ("max_attempts", 1, 1000),
+            ("max_queued", 1, 1_000_000),
+            ("events_cap", 1, 1_000_000),
+        ):
+            check_int(name, getattr(self, name), low, high)
+
+
+_TRANSLATED: tuple[tuple[type[Exception], type[CodemojexError]], ...] = (
+    (bus_errors.InvalidId, InvalidId),
+    (bus_errors.InvalidInput, InvalidInput),
+    (bus_errors.RedisUnavailable, Unavailable),
+    (bus_errors.EchoMQError, ScriptError),
+)
+_UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Raise EchoMQ's and redis-py's errors as Codemojex's (one tree for the game's callers)."""
+    try:
+        yield
+    except CodemojexError:
+        raise
+    except _UNREACHABLE as exc:
+        raise Unavailable(str(exc) or type(exc).__name__) from exc
+    except redis.exceptions.RedisError as exc:
+        raise ScriptError(str(exc)) from exc
+    except bus_errors.EchoMQError as exc:
+        for source, target in _TRANSLATED:
+            if isinstance(exc, source):
+                raise target(str(exc)) from exc
+        raise  # pragma: no cover  (EchoMQError is the last entry)
+
+
+class Game:
+    """The game on ``bus``: its keys ``cmx:{tag}:...`` share the bus's hash tag."""
+
+    def __init__(self, bus: Bus, settings: GameSettings | None = None) -> None:
+        self.bus = bus
+        self.keys = GameKeys(bus.tag)
+        self.settings = settings or GameSettings()
+        self.scripts = AsyncScripts(bus.redis, LIBRARY)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        tag: str = "cm",
+        settings: GameSettings | None = None,
+        bus_settings: Settings | None = None,
+    ) -> Game:
+        return cls(Bus.from_url(url, tag, bus_settings), settings)
+
+    @property
+    def redis(self) -> Any:
+        return self.bus.redis
+
+    async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run game script ``name``, errors translated."""
+        with translate_errors():
+            return await self.scripts.run(name, keys, args)
+
+    async def aclose(self) -> None:
+        await self.bus.aclose()
+
+    async def __aenter__(self) -> Game:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,270 @@
+"""Admitting guesses: the host's side of the game. The host validates and charges; it never scores.
+
+:func:`submit` validates the guess against the round's keyboard, overlays the player's locked positions,
+mints the branded JOB id (or takes the caller's, for idempotent retries), then admits in **one** script
+(``submit.lua``): if the job exists it is a *duplicate* and nothing is charged; else the wallet is
+charged the first currency of the round's price list the player can pay, and the job is enqueued on the
+player's own lane (named by their PLR), so the bus rotates service across players.
+
+Outcomes, never exceptions, for what a player can cause: :class:`Outcome` ``ADMITTED`` / ``DUPLICATE``
+/ ``REFUSED`` with a :class:`Refusal` (a bad guess, a closed round, insufficient funds, the guess limit,
+a full queue, a solved player, an idempotency conflict). A refusal charged nothing and enqueued nothing.
+Ill-formed ids raise :class:`~codemojex.errors.InvalidId`; an unknown round or player raises
+:class:`~codemojex.errors.UnknownRound` / :class:`~codemojex.errors.UnknownPlayer`.
+
+The host and the score worker meet only through the job's payload: the canonical JSON of
+``{"v": 1, "round": RND, "player": PLR, "guess": [six keys]}`` (:func:`encode_payload`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from codemojex import locks as lock_rules
+from codemojex.engine import Feedback
+from codemojex.errors import InvalidGuess, InvalidPayload, ScriptError, UnknownPlayer, UnknownRound
+from codemojex.game import Game, translate_errors
+from codemojex.keyboard import parse_guess
+from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
+from codemojex.rounds import get_round
+from echomq import JobState, ids
+
+PAYLOAD_VERSION = 1
+
+
+class Outcome(StrEnum):
+    ADMITTED = "admitted"  # charged and enqueued
+    DUPLICATE = "duplicate"  # this job was admitted before; nothing changed, nothing charged
+    REFUSED = "refused"  # nothing changed, nothing charged; see the Refusal
+
+
+class Refusal(StrEnum):
+    BAD_GUESS = "bad_guess"  # not six keys of the keyboard (see Submission.detail)
+    ROUND_CLOSED = "round_closed"
+    ROUND_NOT_OPEN = "round_not_open"  # scheduled for later
+    ALREADY_SOLVED = "already_solved"  # the player cracked this round's code
+    MAX_GUESSES = "max_guesses"  # the round's per-player guess limit is reached
+    TOO_MANY_QUEUED = "too_many_queued"  # the player has the most guesses waiting to be scored
+    INSUFFICIENT_FUNDS = "insufficient_funds"  # no currency of the price list can pay
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"  # the job id exists with another guess or player
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """What :func:`submit` did."""
+
+    outcome: Outcome
+    job: str | None  # the JOB id (None only for a refusal before an id was chosen)
+    guess: tuple[str, ...] | None  # the guess as admitted, locks overlaid
+    charged: tuple[str, int] | None  # the currency and amount (the original charge, for a duplicate)
+    refusal: Refusal | None = None
+    detail: str = ""
+    problem: str = ""  # for BAD_GUESS: the InvalidGuess problem (wrong_length, off_keyboard, ...)
+
+    @property
+    def accepted(self) -> bool:
+        """Admitted now or before: the guess will be (or was) scored once."""
+        return self.outcome is not Outcome.REFUSED
+
+
+def encode_payload(round_id: str, player_id: str, guess: Sequence[str]) -> bytes:
+    """The job payload: canonical (sorted keys, no spaces, UTF-8), so a retry is byte-identical."""
+    body = {"v": PAYLOAD_VERSION, "round": round_id, "player": player_id, "guess": list(guess)}
+    return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class GuessJob:
+    """A decoded job payload."""
+
+    round: str
+    player: str
+    guess: tuple[str, ...]
+
+
+def decode_payload(payload: bytes) -> GuessJob:
+    """Read a guess job's payload; :class:`InvalidPayload` for anything :func:`encode_payload` would not
+    write (the score worker dead-letters such a job)."""
+    try:
+        data = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidPayload(f"a guess payload is JSON: {exc}") from None
+    if not isinstance(data, dict) or set(data) != {"v", "round", "player", "guess"}:
+        raise InvalidPayload("a guess payload has exactly v, round, player and guess")
+    if data["v"] != PAYLOAD_VERSION:
+        raise InvalidPayload(f"a guess payload of version {data['v']!r} (this worker reads 1)")
+    guess = data["guess"]
+    if not isinstance(guess, list) or not all(isinstance(key, str) and key for key in guess):
+        raise InvalidPayload("a guess payload's guess is a list of keys")
+    try:
+        return GuessJob(check_id(data["round"], ROUND), check_id(data["player"], PLAYER), tuple(guess))
+    except ValueError as exc:
+        raise InvalidPayload(f"a guess payload names ill-formed ids: {exc}") from None
+
+
+def _refused(refusal: Refusal, detail: str, job: str | None = None, problem: str = "") -> Submission:
+    return Submission(Outcome.REFUSED, job, None, None, refusal, detail, problem)
+
+
+def _charge(text: bytes) -> tuple[str, int] | None:
+    if not text:
+        return None
+    currency, amount = text.decode().split("=", 1)
+    return currency, int(amount)
+
+
+_REASONS = {
+    b"round_closed": Refusal.ROUND_CLOSED,
+    b"round_not_open": Refusal.ROUND_NOT_OPEN,
+    b"already_solved": Refusal.ALREADY_SOLVED,
+    b"max_guesses": Refusal.MAX_GUESSES,
+    b"too_many_queued": Refusal.TOO_MANY_QUEUED,
+    b"insufficient_funds": Refusal.INSUFFICIENT_FUNDS,
+}
+
+
+async def submit(
+    game: Game,
+    round_id: str,
+    player_id: str,
+    guess: str | Sequence[str | None],
+    *,
+    job_id: str | None = None,
+) -> Submission:
+    """Validate, overlay locks, charge and admit ``guess`` as one job; see the module doc."""
+    check_id(round_id, ROUND)
+    check_id(player_id, PLAYER)
+    job = ids.mint(JOB) if job_id is None else check_id(job_id, JOB)
+    the_round = await get_round(game, round_id)
+    locks = await lock_rules.read_locks(game, round_id, player_id)
+    try:
+        keys_of_guess = parse_guess(guess, the_round.keyboard, locks, length=the_round.length)
+    except InvalidGuess as exc:
+        return _refused(Refusal.BAD_GUESS, str(exc), job, exc.problem)
+    payload = encode_payload(round_id, player_id, keys_of_guess)
+    bus_keys, keys = game.bus.keys, game.keys
+    reply = await game.run(
+        "submit",
+        [
+            bus_keys.job(job),
+            bus_keys.lane(player_id),
+            bus_keys.ring,
+            bus_keys.delayed,
+            bus_keys.wake,
+            bus_keys.stats,
+            bus_keys.waiting,
+            keys.round(round_id),
+            keys.player(player_id),
+            keys.wallet(player_id),
+            keys.ledger(player_id),
+            keys.quota(round_id),
+            keys.submitted(round_id, player_id),
+            keys.charges(round_id),
+            keys.standing(round_id),
+        ],
+        [
+            job,
+            player_id,
+            payload,
+            game.settings.max_attempts,
+            game.bus.settings.wake_cap,
+            game.settings.max_queued,
+        ],
+    )
+    code = int(reply[0])
+    if code == 1:
+        return Submission(Outcome.ADMITTED, job, keys_of_guess, _charge(reply[2]))
+    if code == 0:
+        return Submission(Outcome.DUPLICATE, job, keys_of_guess, _charge(reply[2]))
+    if code == -1:
+        return _refused(
+            Refusal.IDEMPOTENCY_CONFLICT, f"job {job} was admitted with another guess or player", job
+        )
+    reason = bytes(reply[1])
+    if reason == b"unknown_player":
+        raise UnknownPlayer(f"no player {player_id}")
+    if reason == b"unknown_round":
+        raise UnknownRound(f"no round {round_id}")
+    if reason not in _REASONS:
+        raise ScriptError(f"submit.lua answered {reply!r}")
+    refusal = _REASONS[reason]
+    return _refused(refusal, refusal.value.replace("_", " "), job)
+
+
+@dataclass(frozen=True, slots=True)
+class GuessRecord:
+    """A scored guess (``GES``), as the score worker wrote it."""
+
+    id: str
+    serial: int  # the round's n-th scored guess: the order the leaderboard folded it in
+    job: str
+    round: str
+    player: str
+    guess: tuple[str, ...]
+    feedback: Feedback
+    submitted_ms: int
+    scored_ms: int
+    attempt: int  # the player's n-th counted attempt; 0 if scored after their solve (not counted)
+    counted: bool
+
+
+def _record(guess_id: str, row: dict[bytes, bytes]) -> GuessRecord:
+    return GuessRecord(
+        id=guess_id,
+        serial=int(row[b"serial"]),
+        job=row[b"job"].decode(),
+        round=row[b"round"].decode(),
+        player=row[b"player"].decode(),
+        guess=tuple(json.loads(row[b"guess"])),
+        feedback=Feedback.from_code(row[b"code"].decode()),
+        submitted_ms=int(row[b"submitted"]),
+        scored_ms=int(row[b"scored"]),
+        attempt=int(row[b"attempt"]),
+        counted=row[b"counted"] == b"1",
+    )
+
+
+async def get_guess(game: Game, guess_id: str) -> GuessRecord | None:
+    """The record of ``guess_id`` (a GES id), or None if it is not scored (yet)."""
+    key = game.keys.guess(guess_id)
+    with translate_errors():
+        row: dict[bytes, bytes] = await game.redis.hgetall(key)
+    return _record(guess_id, row) if row else None
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerGuess:
+    """One of a player's admitted guesses, wherever it is: queued, active, scored or dead."""
+
+    job: str
+    guess: tuple[str, ...]
+    submitted_ms: int
+    state: str  # queued | delayed | active | scored | dead
+    record: GuessRecord | None
+
+
+async def player_guesses(game: Game, round_id: str, player_id: str, limit: int = 200) -> list[PlayerGuess]:
+    """The player's admitted guesses in the round, oldest first, with their state and feedback."""
+    key = game.keys.submitted(round_id, player_id)
+    with translate_errors():
+        rows = await game.redis.zrange(key, -limit, -1, withscores=True)
+        pipe = game.redis.pipeline(transaction=False)
+        for raw, _ in rows:
+            job = raw.decode()
+            pipe.hmget(game.bus.keys.job(job), "state", "payload")
+            pipe.hgetall(game.keys.guess(guess_of(job)))
+        replies = await pipe.execute()
+    result = []
+    for index, (raw, score) in enumerate(rows):
+        job = raw.decode()
+        (state, payload), record_row = replies[2 * index], replies[2 * index + 1]
+        record = _record(guess_of(job), record_row) if record_row else None
+        guess = record.guess if record else (decode_payload(payload).guess if payload else ())
+        shown = "scored" if record else (state.decode() if state else "unknown")
+        if shown == JobState.DONE.value:  # done without a record cannot happen; show the truth anyway
+            shown = "done"
+        result.append(PlayerGuess(job, guess, int(score), shown, record))
+    return result

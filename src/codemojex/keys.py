@@ -1,0 +1,132 @@
+"""Every Redis key of a game is built here, and only here.
+
+A game on the bus with tag ``cm`` lives under ``cmx:{cm}:``, beside the bus's ``emq:{cm}:``. The braces
+are the same Redis Cluster hash tag, so every game key and every queue key of one bus hash to one slot,
+and one script can touch both: ``submit.lua`` charges the wallet and admits the job in one step, and
+``score.lua`` writes the guess record and completes the job in one step. Builders check the ids they are
+given and raise :class:`~codemojex.errors.InvalidId`, so no key is ever built from unchecked input.
+
+==========================  ======  ==========================================================
+key                         type    holds
+==========================  ======  ==========================================================
+``rounds``                  zset    every round id, scored by its open time (ms)
+``round:<RND>``             hash    keyboard, length, prices, opens/closes, max guesses, status
+``secret:<RND>``            string  the six keys (JSON); read only by the score worker and reveal
+``player:<PLR>``            hash    display name, created time
+``players``                 zset    every player id, scored by registration time
+``wallet:<PLR>``            hash    currency -> balance (never negative)
+``ledger:<PLR>``            list    append-only entries (JSON): currency, delta, balance, reason, job
+``quota:<RND>``             hash    player -> guesses admitted in the round
+``submitted:<RND>:<PLR>``   zset    the player's admitted JOB ids, scored by admission time
+``charges:<RND>``           hash    JOB -> ``currency=amount`` it was charged
+``guess:<GES>``             hash    the scored guess record (GES = the JOB's body under ``GES``)
+``scored:<RND>``            zset    every GES of the round, scored by serial (order scored)
+``standing:<RND>``          hash    player -> their leaderboard member (see codemojex.ranking)
+``board:<RND>``             zset    the leaderboard: members at score 0, in rank order by bytes
+``proven:<RND>:<PLR>``      hash    position -> the key a scored guess proved a hit there
+``locks:<RND>:<PLR>``       hash    position -> key the player locked (a proven hit)
+``events:<RND>``            stream  scored guesses and board changes, capped, for live pages
+==========================  ======  ==========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codemojex.errors import InvalidId
+from echomq import ids
+from echomq.errors import InvalidId as BusInvalidId
+from echomq.keyspace import check_tag
+
+ROUND = "RND"
+PLAYER = "PLR"
+GUESS = "GES"
+JOB = "JOB"
+
+
+def check_id(value: object, brand: str) -> str:
+    """Return ``value`` if it is a well-formed id of ``brand``, else raise :class:`InvalidId`."""
+    try:
+        return ids.check(value, brand)
+    except BusInvalidId as exc:
+        raise InvalidId(str(exc)) from None
+
+
+def guess_of(job_id: str) -> str:
+    """The GES id of a guess job: the JOB's body under the ``GES`` brand."""
+    return ids.rebrand(check_id(job_id, JOB), GUESS)
+
+
+def job_of(guess_id: str) -> str:
+    """The JOB id whose guess record is ``guess_id``."""
+    return ids.rebrand(check_id(guess_id, GUESS), JOB)
+
+
+@dataclass(frozen=True, slots=True)
+class GameKeys:
+    """The game keys beside the bus with ``tag``."""
+
+    tag: str
+    prefix: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        check_tag(self.tag)
+        object.__setattr__(self, "prefix", f"cmx:{{{self.tag}}}:")
+
+    @property
+    def rounds(self) -> str:
+        return f"{self.prefix}rounds"
+
+    @property
+    def players(self) -> str:
+        return f"{self.prefix}players"
+
+    def round(self, round_id: str) -> str:
+        return f"{self.prefix}round:{check_id(round_id, ROUND)}"
+
+    def secret(self, round_id: str) -> str:
+        return f"{self.prefix}secret:{check_id(round_id, ROUND)}"
+
+    def player(self, player_id: str) -> str:
+        return f"{self.prefix}player:{check_id(player_id, PLAYER)}"
+
+    def wallet(self, player_id: str) -> str:
+        return f"{self.prefix}wallet:{check_id(player_id, PLAYER)}"
+
+    def ledger(self, player_id: str) -> str:
+        return f"{self.prefix}ledger:{check_id(player_id, PLAYER)}"
+
+    def quota(self, round_id: str) -> str:
+        return f"{self.prefix}quota:{check_id(round_id, ROUND)}"
+
+    def submitted(self, round_id: str, player_id: str) -> str:
+        return f"{self.prefix}submitted:{check_id(round_id, ROUND)}:{check_id(player_id, PLAYER)}"
+
+    def charges(self, round_id: str) -> str:
+        return f"{self.prefix}charges:{check_id(round_id, ROUND)}"
+
+    def guess(self, guess_id: str) -> str:
+        return f"{self.prefix}guess:{check_id(guess_id, GUESS)}"
+
+    def scored(self, round_id: str) -> str:
+        return f"{self.prefix}scored:{check_id(round_id, ROUND)}"
+
+    def standing(self, round_id: str) -> str:
+        return f"{self.prefix}standing:{check_id(round_id, ROUND)}"
+
+    def board(self, round_id: str) -> str:
+        return f"{self.prefix}board:{check_id(round_id, ROUND)}"
+
+    def proven(self, round_id: str, player_id: str) -> str:
+        return f"{self.prefix}proven:{check_id(round_id, ROUND)}:{check_id(player_id, PLAYER)}"
+
+    def locks(self, round_id: str, player_id: str) -> str:
+        return f"{self.prefix}locks:{check_id(round_id, ROUND)}:{check_id(player_id, PLAYER)}"
+
+    def events(self, round_id: str) -> str:
+        return f"{self.prefix}events:{check_id(round_id, ROUND)}"
+
+    @property
+    def pattern(self) -> str:
+        """A SCAN pattern matching every game key (for inspection and tests)."""
+        return f"cmx:{{{self.tag}}}:*"

@@ -1,0 +1,42 @@
+--[[
+  open_round: create a round with its keyboard, secret, prices and times, on the server clock.
+
+  Called by codemojex.rounds.open_round. The id is fresh (minted by the caller); a second call with the
+  same id changes nothing and answers 0, so a retried open does not make two rounds.
+
+  Input:
+    KEYS[1] round   (hash)    cmx:{t}:round:<RND>
+    KEYS[2] secret  (string)  cmx:{t}:secret:<RND>
+    KEYS[3] rounds  (zset)    every round id by open time
+
+    ARGV[1] round id
+    ARGV[2] keyboard (JSON list of keys, validated by the caller)
+    ARGV[3] length (int, keys in the code)
+    ARGV[4] prices ('ticket=1;coin=5', in order of preference)
+    ARGV[5] delay (ms from now until the round opens; 0 = now)
+    ARGV[6] duration (ms the round stays open; 0 = until closed)
+    ARGV[7] max guesses per player (0 = no limit)
+    ARGV[8] secret (JSON list of `length` keys of the keyboard)
+
+  Output:
+    { 1, opens_ms }  created
+    { 0, opens_ms }  a round with that id exists; nothing changed
+]]
+local roundKey, secretKey, roundsKey = KEYS[1], KEYS[2], KEYS[3]
+local roundId, keyboard, length, prices = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local delayMs, durationMs, maxGuesses, secret =
+  tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8]
+
+if redis.call('EXISTS', roundKey) == 1 then
+  return {0, tonumber(redis.call('HGET', roundKey, 'opens'))}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local opens = now + delayMs
+local closes = 0
+if durationMs > 0 then closes = opens + durationMs end
+redis.call('HSET', roundKey, 'keyboard', keyboard, 'length', length, 'prices', prices,
+  'created', now, 'opens', opens, 'closes', closes, 'max_guesses', maxGuesses, 'status', 'open')
+redis.call('SET', secretKey, secret)
+redis.call('ZADD', roundsKey, opens, roundId)
+return {1, opens}

@@ -1,0 +1,105 @@
+--[[
+  score: the score worker's effect and the fenced completion of its job, in one atomic step.
+
+  Called by codemojex.score_worker.handle. Nothing happens unless the job is active under the caller's
+  attempts token (a reaped and re-claimed worker is refused as stale and changes no count). Then the
+  effect is idempotent on the job id: the GES record is written only if absent, and only when it is
+  written do the counts move (the player's attempts and best feedback on the leaderboard, their proven
+  hits, the round's scored set, one event). A redelivered job that finds its record runs as a no-op and
+  completes. The same member format as codemojex.ranking.board_member keeps the board in rank order.
+
+  Input:
+    KEYS[1]  job      (hash)    emq:{t}:job:<JOB>
+    KEYS[2]  active   (zset)    claimed ids by lease deadline
+    KEYS[3]  done     (zset)    finished ids by finish time
+    KEYS[4]  stats    (hash)    queue counters
+    KEYS[5]  guess    (hash)    cmx:{t}:guess:<GES>, the record
+    KEYS[6]  standing (hash)    player -> leaderboard member
+    KEYS[7]  board    (zset)    members at score 0, in rank order
+    KEYS[8]  proven   (hash)    position -> key proven a hit
+    KEYS[9]  scored   (zset)    the round's GES ids by scoring serial (1, 2, ...: the fold order)
+    KEYS[10] events   (stream)  the round's live events
+
+    ARGV[1]  job id
+    ARGV[2]  attempts token (int) from the claim
+    ARGV[3]  GES id (the job's body under the GES brand)
+    ARGV[4]  round id
+    ARGV[5]  player id
+    ARGV[6]  guess (JSON list of the keys)
+    ARGV[7]  feedback code, one letter a position: H hit, N near, - miss
+    ARGV[8]  hits
+    ARGV[9]  nears
+    ARGV[10] length of the code (hits == length solves)
+    ARGV[11] 1: complete the job too (always, but for the fault hook that splits effect and ack); 0: not
+    ARGV[12] events kept in the stream, about
+
+  Output:
+    { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
+    { 2, wrote }  the same without the completion (ARGV[11] = 0; the job stays active)
+    { 0, state }  stale: not active under that token; nothing changed
+    {-1, '' }     no row for that job id
+]]
+local jobKey, activeKey, doneKey, statsKey, guessKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local jobId, token, guessId, roundId, playerId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local guess, code, hits, nears, length = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local finish, eventsCap = ARGV[11], tonumber(ARGV[12])
+
+-- @include "finish"
+
+local refused = fence(jobKey, statsKey, token)
+if refused then return refused end
+
+local wrote = 0
+if redis.call('EXISTS', guessKey) == 0 then
+  wrote = 1
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local submitted = tonumber(redis.call('HGET', jobKey, 'created'))
+
+  -- Fold the guess into the player's standing (codemojex.ranking.fold): frozen once solved.
+  local old = redis.call('HGET', standingKey, playerId)
+  local solved, bestHits, bestNears, attempts, bestAt = false, -1, -1, 0, 0
+  if old then
+    solved = string.sub(old, 1, 1) == '0'
+    bestHits = 6 - tonumber(string.sub(old, 2, 2))
+    bestNears = 6 - tonumber(string.sub(old, 3, 3))
+    attempts = tonumber(string.sub(old, 4, 9))
+    bestAt = tonumber(string.sub(old, 10, 22))
+  end
+  local counted = 0
+  if not solved then
+    counted = 1
+    attempts = attempts + 1
+    if hits > bestHits or (hits == bestHits and nears > bestNears) then
+      bestHits, bestNears, bestAt = hits, nears, submitted
+    end
+    solved = hits == length
+    local flag = 1
+    if solved then flag = 0 end
+    local member = string.format('%d%d%d%06d%013d:%s', flag, 6 - bestHits, 6 - bestNears,
+      math.min(attempts, 999999), bestAt, playerId)
+    if old then redis.call('ZREM', boardKey, old) end
+    redis.call('ZADD', boardKey, 0, member)
+    redis.call('HSET', standingKey, playerId, member)
+  end
+
+  local keys = cjson.decode(guess)
+  for i = 1, length do
+    if string.sub(code, i, i) == 'H' then redis.call('HSET', provenKey, i - 1, keys[i]) end
+  end
+  local serial = redis.call('ZCARD', scoredKey) + 1
+  redis.call('HSET', guessKey, 'serial', serial, 'job', jobId, 'round', roundId, 'player', playerId, 'guess', guess,
+    'code', code, 'hits', hits, 'nears', nears, 'submitted', submitted, 'scored', now,
+    'attempt', counted * attempts, 'counted', counted)
+  redis.call('ZADD', scoredKey, serial, guessId)
+  redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
+    'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
+end
+
+if finish == '1' then
+  complete_job(jobKey, activeKey, doneKey, statsKey, jobId, guessId .. ' ' .. code)
+  return {1, wrote}
+end
+return {2, wrote}

@@ -1,0 +1,92 @@
+--[[
+  submit: admit a guess job once, charging the player's wallet in the same atomic step.
+
+  Called by codemojex.guesses.submit. If the JOB has a row the script changes nothing but the counter:
+  duplicate (same lane and payload digest, the original charge is reported) or conflict (anything else
+  differs). Otherwise it checks the player, the round (open on the server clock), the player's standing
+  (not solved), the round's guess limit and the player's queue, picks the first currency of the round's
+  price list the wallet can pay, debits it with a ledger entry naming the JOB, and admits the job on the
+  player's lane. A refusal changes nothing: no charge without an admission, no admission without a charge.
+
+  Input:
+    KEYS[1]  job       (hash)   emq:{t}:job:<JOB>
+    KEYS[2]  lane      (zset)   emq:{t}:lane:<PLR>, the player's lane
+    KEYS[3]  ring      (list)   serviceable lanes
+    KEYS[4]  delayed   (zset)   scheduled ids (unused by guesses; admit_new takes it)
+    KEYS[5]  wake      (list)   wake-up tokens
+    KEYS[6]  stats     (hash)   queue counters
+    KEYS[7]  waiting   (hash)   lane -> claim serial (fairness lag)
+    KEYS[8]  round     (hash)   cmx:{t}:round:<RND>
+    KEYS[9]  player    (hash)   cmx:{t}:player:<PLR>
+    KEYS[10] wallet    (hash)   currency -> balance
+    KEYS[11] ledger    (list)   append-only JSON entries
+    KEYS[12] quota     (hash)   player -> guesses admitted in the round
+    KEYS[13] submitted (zset)   the player's admitted JOB ids in the round
+    KEYS[14] charges   (hash)   JOB -> 'currency=amount'
+    KEYS[15] standing  (hash)   player -> leaderboard member (first byte '0' = solved)
+
+    ARGV[1] job id
+    ARGV[2] player id (also the lane's name)
+    ARGV[3] payload (canonical JSON of round, player and guess)
+    ARGV[4] max attempts of the job
+    ARGV[5] wake cap
+    ARGV[6] most guesses a player may have queued at once
+
+  Output:
+    { 1, state, charge }  admitted and charged; charge is 'currency=amount'
+    { 0, state, charge }  duplicate; nothing changed; charge is the original one
+    {-1, state }          conflict: the id exists with another lane or payload; nothing changed
+    {-3, reason }         refused, nothing changed; reason: unknown_player, unknown_round, round_closed,
+                          round_not_open, already_solved, max_guesses, too_many_queued, insufficient_funds
+]]
+local jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, chargesKey, standingKey =
+  KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
+local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+
+-- @include "admit"
+
+local digest = redis.sha1hex(payload)
+local existing = admission_of(jobKey, statsKey, playerId, digest)
+if existing then
+  if existing[1] == 0 then return {0, existing[2], redis.call('HGET', chargesKey, jobId) or ''} end
+  return existing
+end
+
+if redis.call('EXISTS', playerKey) == 0 then return {-3, 'unknown_player'} end
+local round = redis.call('HMGET', roundKey, 'status', 'opens', 'closes', 'max_guesses', 'prices')
+if not round[1] then return {-3, 'unknown_round'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local closes = tonumber(round[3])
+if round[1] == 'closed' or (closes > 0 and now >= closes) then return {-3, 'round_closed'} end
+if now < tonumber(round[2]) then return {-3, 'round_not_open'} end
+local standing = redis.call('HGET', standingKey, playerId)
+if standing and string.sub(standing, 1, 1) == '0' then return {-3, 'already_solved'} end
+local maxGuesses = tonumber(round[4])
+if maxGuesses > 0 and (tonumber(redis.call('HGET', quotaKey, playerId)) or 0) >= maxGuesses then
+  return {-3, 'max_guesses'}
+end
+if redis.call('ZCARD', laneKey) >= maxQueued then return {-3, 'too_many_queued'} end
+
+local currency, amount
+for name, price in string.gmatch(round[5], '([a-z]+)=(%d+)') do
+  if (tonumber(redis.call('HGET', walletKey, name)) or 0) >= tonumber(price) then
+    currency, amount = name, tonumber(price)
+    break
+  end
+end
+if not currency then return {-3, 'insufficient_funds'} end
+
+local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
+  jobId, playerId, payload, digest, maxAttempts, 0, 0, wakeCap)
+local balance = redis.call('HINCRBY', walletKey, currency, -amount)
+redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = currency, delta = -amount,
+  balance = balance, reason = 'guess', job = jobId}))
+redis.call('HINCRBY', quotaKey, playerId, 1)
+redis.call('ZADD', submittedKey, now, jobId)
+local charge = currency .. '=' .. amount
+redis.call('HSET', chargesKey, jobId, charge)
+return {1, reply[2], charge}

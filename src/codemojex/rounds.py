@@ -1,0 +1,201 @@
+"""Rounds (``RND``): open one with a keyboard, a secret drawn with a CSPRNG and a price list; close it;
+reveal its secret only after the close.
+
+Every time is the Redis server's clock (``TIME``), as the queue's leases are: a round opens at server
+now + ``delay_s`` and closes at its close time or when :func:`close_round` is called, whichever is first.
+The secret lives in its own key, which only the score worker and :func:`reveal_secret` (after the
+close) read; :func:`get_round` never returns it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+from codemojex import keyboard as kb
+from codemojex.engine import LENGTH
+from codemojex.errors import InvalidOption, RoundClosed, ScriptError, UnknownRound
+from codemojex.game import (
+    Game,
+    Prices,
+    check_int,
+    check_prices,
+    decode_prices,
+    encode_prices,
+    translate_errors,
+)
+from codemojex.keys import ROUND, check_id
+from echomq import ids
+
+MAX_DURATION_S = 366 * 24 * 3600
+MAX_GUESSES_LIMIT = 100_000
+
+
+class RoundStatus(StrEnum):
+    SCHEDULED = "scheduled"  # opens later
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """A round as stored (never its secret)."""
+
+    id: str
+    keyboard: kb.Keyboard
+    length: int
+    prices: Prices
+    created_ms: int
+    opens_ms: int
+    closes_ms: int | None  # None: open until closed
+    closed_ms: int | None  # set once closed by a call (or found past its close time by one)
+    max_guesses: int | None  # per player; None: no limit
+
+    def status_at(self, now_ms: int) -> RoundStatus:
+        if self.closed_ms is not None or (self.closes_ms is not None and now_ms >= self.closes_ms):
+            return RoundStatus.CLOSED
+        if now_ms < self.opens_ms:
+            return RoundStatus.SCHEDULED
+        return RoundStatus.OPEN
+
+
+async def server_ms(game: Game) -> int:
+    """Now on the Redis server's clock, in ms."""
+    with translate_errors():
+        seconds, micros = await game.redis.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _check_seconds(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidOption(f"{name} is a number of seconds in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+async def open_round(
+    game: Game,
+    *,
+    keyboard: kb.Keyboard | str | list[str] | None = None,
+    size: int | None = None,
+    prices: object = None,
+    delay_s: float = 0,
+    duration_s: float | None = None,
+    max_guesses: int | None = None,
+    secret: list[str] | tuple[str, ...] | None = None,
+) -> Round:
+    """Open a round; defaults: a random keyboard of ``settings.keyboard_size`` emoji, the settings' price
+    list, open now, until closed, no guess limit, a secret drawn with :mod:`secrets`. ``secret`` may be
+    given (an operator's fixed puzzle, and tests); it must be six keys of the keyboard."""
+    if keyboard is None:
+        board = kb.random_keyboard(game.settings.keyboard_size if size is None else size)
+    elif size is not None:
+        raise InvalidOption("give a keyboard or a size, not both")
+    else:
+        board = keyboard if isinstance(keyboard, kb.Keyboard) else kb.Keyboard.of(keyboard)
+    price_list = game.settings.prices if prices is None else check_prices(prices)
+    delay = _check_seconds("delay_s", delay_s, 0, MAX_DURATION_S)
+    duration = 0.0 if duration_s is None else _check_seconds("duration_s", duration_s, 1, MAX_DURATION_S)
+    if max_guesses is not None:
+        check_int("max_guesses", max_guesses, 1, MAX_GUESSES_LIMIT)
+    code = kb.draw_secret(board, LENGTH) if secret is None else kb.parse_guess(list(secret), board)
+    round_id = ids.mint(ROUND)
+    keys = game.keys
+    reply = await game.run(
+        "open_round",
+        [keys.round(round_id), keys.secret(round_id), keys.rounds],
+        [
+            round_id,
+            json.dumps(list(board.keys), ensure_ascii=False),
+            LENGTH,
+            encode_prices(price_list),
+            int(delay * 1000),
+            int(duration * 1000),
+            max_guesses or 0,
+            json.dumps(list(code), ensure_ascii=False),
+        ],
+    )
+    if int(reply[0]) != 1:  # a freshly minted id cannot exist
+        raise ScriptError(f"open_round.lua answered {reply!r} for a fresh id")
+    return await get_round(game, round_id)
+
+
+def _round_from_row(round_id: str, row: dict[bytes, bytes]) -> Round:
+    def opt(field: bytes) -> int | None:
+        value = int(row.get(field, b"0"))
+        return value or None
+
+    return Round(
+        id=round_id,
+        keyboard=kb.Keyboard.of(json.loads(row[b"keyboard"])),
+        length=int(row[b"length"]),
+        prices=decode_prices(row[b"prices"].decode()),
+        created_ms=int(row[b"created"]),
+        opens_ms=int(row[b"opens"]),
+        closes_ms=opt(b"closes"),
+        closed_ms=opt(b"closed"),
+        max_guesses=opt(b"max_guesses"),
+    )
+
+
+async def get_round(game: Game, round_id: str) -> Round:
+    """The round ``round_id``; :class:`UnknownRound` if there is none, :class:`InvalidId` if ill-formed."""
+    key = game.keys.round(round_id)
+    with translate_errors():
+        row: dict[bytes, bytes] = await game.redis.hgetall(key)
+    if not row:
+        raise UnknownRound(f"no round {round_id}")
+    return _round_from_row(round_id, row)
+
+
+async def list_rounds(game: Game, limit: int = 20) -> list[Round]:
+    """The ``limit`` most recently opened rounds, newest first."""
+    check_int("limit", limit, 1, 1000)
+    with translate_errors():
+        round_ids = await game.redis.zrevrange(game.keys.rounds, 0, limit - 1)
+    rounds = []
+    for raw in round_ids:
+        rid = raw.decode()
+        rounds.append(await get_round(game, rid))
+    return rounds
+
+
+async def current_round(game: Game) -> Round | None:
+    """The most recently opened round that is open now (server clock), or None."""
+    now = await server_ms(game)
+    for candidate in await list_rounds(game, 50):
+        if candidate.status_at(now) is RoundStatus.OPEN:
+            return candidate
+    return None
+
+
+async def close_round(game: Game, round_id: str) -> int:
+    """Close ``round_id`` now; its close time (server ms). :class:`RoundClosed` if it was closed already."""
+    reply = await game.run("close_round", [game.keys.round(round_id)], [check_id(round_id, ROUND)])
+    code = int(reply[0])
+    if code == -1:
+        raise UnknownRound(f"no round {round_id}")
+    if code == 0:
+        raise RoundClosed(f"round {round_id} is already closed")
+    return int(reply[1])
+
+
+async def reveal_secret(game: Game, round_id: str) -> tuple[str, ...]:
+    """The secret of a closed round; :class:`RoundClosed` (with a message saying so) while it is open."""
+    the_round = await get_round(game, round_id)
+    if the_round.status_at(await server_ms(game)) is not RoundStatus.CLOSED:
+        raise RoundClosed(f"round {round_id} is not closed: its secret is revealed after the close")
+    with translate_errors():
+        raw = await game.redis.get(game.keys.secret(round_id))
+    if raw is None:
+        raise ScriptError(f"round {round_id} has no secret")
+    return tuple(json.loads(raw))
+
+
+async def read_secret(game: Game, round_id: str) -> tuple[str, ...]:
+    """The secret, for the score worker (the authority); never exposed to players before the close."""
+    with translate_errors():
+        raw = await game.redis.get(game.keys.secret(round_id))
+    if raw is None:
+        raise UnknownRound(f"no round {round_id}")
+    return tuple(json.loads(raw))

@@ -1,0 +1,107 @@
+"""The score worker: the one authority that scores guesses.
+
+:func:`handle` is the handler an :class:`echomq.Worker` drains the players' lanes with (through
+:func:`echomq.lanes.claim`, which rotates across lanes). For one guess job it reads the payload and the
+round's secret, scores the guess with the pure engine (:func:`codemojex.engine.score`), and then runs
+``score.lua``, which does the effect and the fenced completion in one atomic step:
+
+* fenced: nothing happens unless the job is active under this claim's attempts token, so a worker whose
+  lease was reaped and re-claimed is refused (``Finish.STALE``) and changes no count;
+* idempotent on the job id: the GES record (the job's body under the ``GES`` brand) is written only if
+  absent, and the counts (attempts, leaderboard, proven hits) move only when it is written.
+
+So however often a job is delivered (a crash after the effect, a stall past the lease), the guess is
+scored exactly once in effect. A payload the host would never write, or a round that does not exist, is
+dead-lettered at once (:class:`echomq.Permanent`): no retry can fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from codemojex import faults
+from codemojex.engine import score
+from codemojex.errors import InvalidPayload, ScriptError
+from codemojex.game import Game, translate_errors
+from codemojex.guesses import decode_payload
+from codemojex.keyboard import Keyboard
+from codemojex.keys import guess_of
+from echomq import Finish, Job, Permanent
+
+log = logging.getLogger("codemojex.score_worker")
+
+
+async def handle(game: Game, job: Job) -> Finish:
+    """Score one guess job and complete it, atomically; see the module doc."""
+    try:
+        request = decode_payload(job.payload)
+    except InvalidPayload as exc:
+        raise Permanent(str(exc)) from None
+    if request.player != job.lane:
+        raise Permanent(f"the guess of {request.player} came on lane {job.lane}")
+    keys = game.keys
+    with translate_errors():
+        pipe = game.redis.pipeline(transaction=False)
+        pipe.hmget(keys.round(request.round), "keyboard", "length")
+        pipe.get(keys.secret(request.round))
+        (keyboard_json, length_text), secret_json = await pipe.execute()
+    if keyboard_json is None or secret_json is None:
+        raise Permanent(f"no round {request.round}")
+    keyboard = Keyboard.of(json.loads(keyboard_json))
+    secret = tuple(json.loads(secret_json))
+    length = int(length_text)
+    if len(request.guess) != length or any(key not in keyboard for key in request.guess):
+        raise Permanent(f"the guess {''.join(request.guess)!r} is not {length} keys of the round's keyboard")
+    feedback = score(secret, request.guess)
+    split = faults.armed("score.after_effect")
+    bus_keys = game.bus.keys
+    guess_id = guess_of(job.id)
+    reply = await game.run(
+        "score",
+        [
+            bus_keys.job(job.id),
+            bus_keys.active,
+            bus_keys.done,
+            bus_keys.stats,
+            keys.guess(guess_id),
+            keys.standing(request.round),
+            keys.board(request.round),
+            keys.proven(request.round, request.player),
+            keys.scored(request.round),
+            keys.events(request.round),
+        ],
+        [
+            job.id,
+            job.attempt,
+            guess_id,
+            request.round,
+            request.player,
+            json.dumps(list(request.guess), ensure_ascii=False),
+            feedback.code(),
+            feedback.hits,
+            feedback.nears,
+            length,
+            0 if split else 1,
+            game.settings.events_cap,
+        ],
+    )
+    code = int(reply[0])
+    if code == 2:
+        faults.crash()  # the fault point: effect written, acknowledgement never sent
+    if code == 1:
+        log.debug("scored job=%s wrote=%s code=%s", job.id, reply[1], feedback.code())
+        return Finish.DONE
+    if code in (0, -1):
+        return Finish.STALE
+    raise ScriptError(f"score.lua answered {reply!r}")
+
+
+class ScoreWorker:
+    """``ScoreWorker(game).handle`` is the handler to give an :class:`echomq.Worker`."""
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+
+    async def handle(self, job: Job) -> Finish:
+        return await handle(self.game, job)

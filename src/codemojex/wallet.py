@@ -1,0 +1,122 @@
+"""The wallet: balances per currency and an append-only ledger that always reconciles with them.
+
+* Balances never go negative: the only debit is inside ``submit.lua``, which charges the first currency
+  of the round's price list the player can pay, in the same atomic step as the admission (so there is
+  no charge without an admission, and no admission without its charge). Concurrent submits are
+  serialized by Redis; none can spend a balance another already spent.
+* Every debit and credit appends one ledger entry naming its currency, delta, the balance after it, its
+  reason (``grant``, ``guess``, or a credit's reason) and its JOB id (empty for a grant). Replaying the
+  ledger gives the balances: :func:`reconcile` checks it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from codemojex.errors import InvalidOption, UnknownPlayer
+from codemojex.game import Game, Prices, check_amount, check_currency, translate_errors
+from codemojex.keys import JOB, check_id
+
+_REASON = re.compile(r"[a-z_]{1,32}")
+MAX_LEDGER = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    at_ms: int
+    currency: str
+    delta: int
+    balance: int  # after this entry
+    reason: str
+    job: str  # the JOB id, or "" for a grant
+
+
+@dataclass(frozen=True, slots=True)
+class Wallet:
+    player: str
+    balances: dict[str, int]
+    ledger: tuple[LedgerEntry, ...]
+
+
+def choose_price(prices: Prices, balances: Mapping[str, int]) -> tuple[str, int] | None:
+    """The first ``(currency, amount)`` of ``prices`` that ``balances`` can pay, or None (what
+    ``submit.lua`` charges; this pure copy lets a page show the next guess's price)."""
+    for currency, amount in prices:
+        if balances.get(currency, 0) >= amount:
+            return currency, amount
+    return None
+
+
+def _entry(raw: bytes) -> LedgerEntry:
+    data = json.loads(raw)
+    return LedgerEntry(
+        at_ms=int(data["at"]),
+        currency=str(data["currency"]),
+        delta=int(data["delta"]),
+        balance=int(data["balance"]),
+        reason=str(data["reason"]),
+        job=str(data["job"]),
+    )
+
+
+async def read_wallet(game: Game, player_id: str, *, ledger_limit: int = MAX_LEDGER) -> Wallet:
+    """Balances and the newest ``ledger_limit`` entries (oldest first); :class:`UnknownPlayer` if none."""
+    check_amount("ledger_limit", ledger_limit)
+    keys = game.keys
+    with translate_errors():
+        pipe = game.redis.pipeline(transaction=True)
+        pipe.exists(keys.player(player_id))
+        pipe.hgetall(keys.wallet(player_id))
+        pipe.lrange(keys.ledger(player_id), -ledger_limit, -1)
+        exists, balances, entries = await pipe.execute()
+    if not exists:
+        raise UnknownPlayer(f"no player {player_id}")
+    return Wallet(
+        player=player_id,
+        balances={k.decode(): int(v) for k, v in sorted(balances.items())},
+        ledger=tuple(_entry(raw) for raw in entries),
+    )
+
+
+async def credit(
+    game: Game, player_id: str, currency: str, amount: int, *, reason: object = "credit", job: str = ""
+) -> int:
+    """Add ``amount`` of ``currency`` (a prize, a top-up, a refund); the new balance."""
+    check_currency(currency)
+    check_amount("amount", amount)
+    if not isinstance(reason, str) or not _REASON.fullmatch(reason):
+        raise InvalidOption(f"a reason is 1-32 characters of [a-z_], got {reason!r}")
+    if job:
+        check_id(job, JOB)
+    keys = game.keys
+    reply = await game.run(
+        "credit",
+        [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id)],
+        [currency, amount, reason, job],
+    )
+    if int(reply[0]) == -1:
+        raise UnknownPlayer(f"no player {player_id}")
+    return int(reply[1])
+
+
+def reconcile(wallet: Wallet) -> list[str]:
+    """What does not reconcile (empty when all is well): replaying the whole ledger from zero must give
+    every entry's balance and the wallet's balances, and no balance may ever be negative."""
+    problems: list[str] = []
+    running: dict[str, int] = {}
+    for number, entry in enumerate(wallet.ledger):
+        running[entry.currency] = running.get(entry.currency, 0) + entry.delta
+        if running[entry.currency] != entry.balance:
+            problems.append(
+                f"entry {number}: balance {entry.balance}, replay gives {running[entry.currency]}"
+            )
+        if entry.balance < 0:
+            problems.append(f"entry {number}: {entry.currency} went negative ({entry.balance})")
+    for currency in sorted(set(running) | set(wallet.balances)):
+        held, replayed = wallet.balances.get(currency, 0), running.get(currency, 0)
+        if held != replayed:
+            problems.append(f"{currency}: balance {held}, ledger gives {replayed}")
+    return problems

@@ -1,0 +1,134 @@
+"""The registry of Lua scripts: EchoMQ's own, and those of an application that finishes jobs atomically.
+
+Each state change is one script in ``<package>/lua/<name>.lua``, named after the Python function that
+runs it, and opening with its contract (KEYS, ARGV, return values). Scripts are read once from the
+package data and registered on a client with redis-py's ``register_script``, which runs them by
+EVALSHA and falls back on NOSCRIPT (a restarted server, a new cluster node); pipelines preload them.
+
+A :class:`Library` is one package's scripts with the number of KEYS each declares; every call checks
+it, and a unit test checks it against each script's header. :data:`ECHOMQ` is EchoMQ's own library.
+
+Includes
+========
+A line ``-- @include "<name>"`` in a script is replaced by ``echomq/lua/includes/<name>.lua`` when the
+script is read (as BullMQ's scripts include their shared parts). The includes define ``local function``
+helpers that take keys and values as parameters and never read ``KEYS`` or ``ARGV``:
+
+* ``admit``: ``admission_of(jobKey, statsKey, lane, digest)`` (the reply for an id that has a row, or
+  nil) and ``admit_new(...)`` (write a new row on its lane), the two halves of ``enqueue.lua``;
+* ``finish``: ``fence(jobKey, statsKey, token)`` (nil when the job is active under ``token``, else the
+  refusal reply) and ``complete_job(...)`` (active -> done), the two halves of ``complete.lua``.
+
+They are EchoMQ's public Lua API for an application whose script does its effect and the fenced
+completion in one step (codemojex's score script does), so no window exists between the two. Keys of
+the application must share the bus's hash tag to be touched by the same script on a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Generic, TypeVar
+
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster as SyncRedisCluster
+from redis.commands.core import AsyncScript, Script
+
+KEY_COUNTS: dict[str, int] = {
+    "enqueue": 7,
+    "claim": 6,
+    "complete": 4,
+    "fail": 9,
+    "extend": 3,
+    "release": 7,
+    "retry_dead": 6,
+    "sweep": 9,
+    "stats": 7,
+}
+
+_INCLUDE = re.compile(r'^-- @include "([a-z_]+)"$', re.MULTILINE)
+
+
+@cache
+def _read(package: str, *parts: str) -> str:
+    return resources.files(package).joinpath("lua", *parts).read_text(encoding="utf-8")
+
+
+def include(name: str) -> str:
+    """The text of ``echomq/lua/includes/<name>.lua``."""
+    if not re.fullmatch(r"[a-z_]+", name):
+        raise KeyError(f"no include named {name!r}")
+    try:
+        return _read("echomq", "includes", f"{name}.lua")
+    except FileNotFoundError:
+        raise KeyError(f"no include named {name!r}") from None
+
+
+@dataclass(frozen=True)
+class Library:
+    """The scripts of ``package`` (in its ``lua/`` folder) and the number of KEYS each takes."""
+
+    package: str
+    counts: Mapping[str, int]
+
+    def source(self, name: str) -> str:
+        """The text of ``lua/<name>.lua`` with its includes expanded."""
+        if name not in self.counts:
+            raise KeyError(f"no script named {name!r} in {self.package}")
+        text = _read(self.package, f"{name}.lua")
+        return _INCLUDE.sub(lambda match: include(match.group(1)).rstrip("\n"), text)
+
+
+ECHOMQ = Library("echomq", KEY_COUNTS)
+
+
+def source(name: str) -> str:
+    """The text of EchoMQ's ``lua/<name>.lua``, includes expanded."""
+    return ECHOMQ.source(name)
+
+
+ScriptT = TypeVar("ScriptT", Script, AsyncScript)
+
+
+class _Registry(Generic[ScriptT]):
+    def __init__(self, library: Library, scripts: dict[str, ScriptT]) -> None:
+        self.library = library
+        self._scripts: dict[str, ScriptT] = scripts
+
+    def get(self, name: str, keys: list[str]) -> ScriptT:
+        """The script ``name``, after checking that ``keys`` has its declared count."""
+        expected = self.library.counts[name]
+        if len(keys) != expected:
+            raise AssertionError(f"{name}.lua takes {expected} keys, got {len(keys)}")
+        return self._scripts[name]
+
+
+class AsyncScripts(_Registry[AsyncScript]):
+    """The scripts of ``library`` bound to an asyncio client."""
+
+    def __init__(self, client: AsyncRedis | AsyncRedisCluster, library: Library = ECHOMQ) -> None:
+        super().__init__(
+            library, {name: client.register_script(library.source(name)) for name in library.counts}
+        )
+
+    async def run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
+        """Run ``name`` on the bound client, or on ``client`` (a pipeline) when given."""
+        return await self.get(name, keys)(keys=keys, args=args, client=client)
+
+
+class SyncScripts(_Registry[Script]):
+    """The scripts of ``library`` bound to a blocking client (the lease keeper thread uses these)."""
+
+    def __init__(self, client: SyncRedis | SyncRedisCluster, library: Library = ECHOMQ) -> None:
+        super().__init__(
+            library, {name: client.register_script(library.source(name)) for name in library.counts}
+        )
+
+    def run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
+        """Run ``name`` on the bound client, or on ``client`` (a pipeline) when given."""
+        return self.get(name, keys)(keys=keys, args=args, client=client)
