@@ -29,7 +29,7 @@ from codemojex.errors import InvalidGuess, InvalidPayload, ScriptError, UnknownP
 from codemojex.game import Game, translate_errors
 from codemojex.keyboard import parse_guess
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
-from codemojex.rounds import get_round
+from codemojex.rounds import round_from_row
 from echomq import JobState, ids
 
 PAYLOAD_VERSION = 1
@@ -138,8 +138,15 @@ async def submit(
     check_id(round_id, ROUND)
     check_id(player_id, PLAYER)
     job = ids.mint(JOB) if job_id is None else check_id(job_id, JOB)
-    the_round = await get_round(game, round_id)
-    locks = await lock_rules.read_locks(game, round_id, player_id)
+    with translate_errors():  # the round and the player's locks in one round trip
+        pipe = game.redis.pipeline(transaction=False)
+        pipe.hgetall(game.keys.round(round_id))
+        pipe.hgetall(game.keys.locks(round_id, player_id))
+        round_row, lock_row = await pipe.execute()
+    if not round_row:
+        raise UnknownRound(f"no round {round_id}")
+    the_round = round_from_row(round_id, round_row)
+    locks = lock_rules.positions(lock_row)
     try:
         keys_of_guess = parse_guess(guess, the_round.keyboard, locks, length=the_round.length)
     except InvalidGuess as exc:

@@ -123,7 +123,7 @@ class Keyboard:
                 raise InvalidKeyboard(f"key {position} is not a string: {key!r}")
             if not is_emoji(key):
                 found = len(graphemes(key))
-                what = "not an emoji" if found == 1 else f"{found} characters, not one emoji"
+                what = "not an emoji" if found <= 1 else f"{found} characters, not one emoji"
                 raise InvalidKeyboard(f"key {position} ({key!r}) is {what}; every key is exactly one emoji")
         seen: dict[str, str] = {}
         duplicates: list[str] = []

@@ -19,7 +19,8 @@ def check_position(position: object, length: int = LENGTH) -> int:
     return position
 
 
-def _positions(row: dict[bytes, bytes]) -> dict[int, str]:
+def positions(row: dict[bytes, bytes]) -> dict[int, str]:
+    """Position -> key, from a locks or proven hash."""
     return {int(pos): key.decode() for pos, key in sorted(row.items(), key=lambda item: int(item[0]))}
 
 
@@ -28,7 +29,7 @@ async def read_locks(game: Game, round_id: str, player_id: str) -> dict[int, str
     key = game.keys.locks(round_id, player_id)
     with translate_errors():
         row = await game.redis.hgetall(key)
-    return _positions(row)
+    return positions(row)
 
 
 async def read_proven(game: Game, round_id: str, player_id: str) -> dict[int, str]:
@@ -36,7 +37,7 @@ async def read_proven(game: Game, round_id: str, player_id: str) -> dict[int, st
     key = game.keys.proven(round_id, player_id)
     with translate_errors():
         row = await game.redis.hgetall(key)
-    return _positions(row)
+    return positions(row)
 
 
 async def lock(game: Game, round_id: str, player_id: str, position: int) -> str:

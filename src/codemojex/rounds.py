@@ -120,7 +120,7 @@ async def open_round(
     return await get_round(game, round_id)
 
 
-def _round_from_row(round_id: str, row: dict[bytes, bytes]) -> Round:
+def round_from_row(round_id: str, row: dict[bytes, bytes]) -> Round:
     def opt(field: bytes) -> int | None:
         value = int(row.get(field, b"0"))
         return value or None
@@ -145,7 +145,7 @@ async def get_round(game: Game, round_id: str) -> Round:
         row: dict[bytes, bytes] = await game.redis.hgetall(key)
     if not row:
         raise UnknownRound(f"no round {round_id}")
-    return _round_from_row(round_id, row)
+    return round_from_row(round_id, row)
 
 
 async def list_rounds(game: Game, limit: int = 20) -> list[Round]:

@@ -1,0 +1,147 @@
+"""The seed's proof: at-least-once delivery over a branded-id-deduped effect is exactly-once in effect.
+
+The same guess job submitted any number of times is admitted once, charged once and scored once; a
+redelivered job runs as a no-op against the record; a finisher whose lease was reaped is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from codemojex import guesses, score_worker, wallet
+from codemojex.guesses import Outcome
+from codemojex.keys import guess_of
+from echomq import Finish, Job, Worker, ids
+from tests.game.conftest import SECRET, claim_job, text
+from tests.support.workers import eventually, running
+
+GUESS = ("🍎", "🍌", "🍒", "🍇", "🍑", "🍍")  # against 🍎🍌🍇🍎🍒🥝: H H N N - -
+
+
+@pytest.mark.parametrize("times", [1, 2, 50])
+async def test_the_same_guess_job_submitted_n_times_is_admitted_charged_and_scored_once(
+    game, the_round, player, probe, times
+):
+    """n submits of one JOB id (concurrently): one admission, n-1 duplicates, one debit, one record."""
+    job = ids.mint("JOB")
+    submissions = await asyncio.gather(
+        *(guesses.submit(game, the_round.id, player.id, text(GUESS), job_id=job) for _ in range(times))
+    )
+    outcomes = sorted(s.outcome for s in submissions)
+    assert outcomes.count(Outcome.ADMITTED) == 1
+    assert outcomes.count(Outcome.DUPLICATE) == times - 1
+    assert {s.charged for s in submissions} == {("ticket", 1)}  # duplicates report the original charge
+    assert probe.ledger_jobs(player.id) == [job]
+
+    async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+        await eventually(lambda: worker.processed == 1, what="the guess scored")
+        # Submitting again after it was scored is still a duplicate: nothing charged, nothing queued.
+        again = await guesses.submit(game, the_round.id, player.id, text(GUESS), job_id=job)
+        assert again.outcome is Outcome.DUPLICATE
+
+    assert probe.records(the_round.id) == [guess_of(job)]
+    record = probe.record(guess_of(job))
+    assert record["code"] == "HHNN--"
+    assert record["attempt"] == "1"
+    standing = probe.standing(the_round.id, player.id)
+    assert (standing.best_hits, standing.best_nears, standing.attempts, standing.solved) == (2, 2, 1, False)
+    assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 50, "ticket": 2}
+    counters = probe.bus.counters()
+    assert counters["admitted"] == 1
+    assert counters["duplicate"] == times
+    assert counters["completed"] == 1
+    assert [e["kind"] for e in probe.events(the_round.id)] == ["scored"]
+
+
+async def test_a_redelivered_job_runs_as_a_no_op_against_its_record(game, the_round, player, probe):
+    """The effect landed, the ack did not: the next claim finds the record, completes, counts nothing."""
+    submission = await guesses.submit(game, the_round.id, player.id, text(GUESS))
+    first = await claim_job(game.bus, lease_ms=60_000)
+    # The first delivery's effect without its completion: what a crash between the two leaves.
+    scored = await game.run(
+        "score",
+        *_score_call(game, first, the_round.id, player.id, finish=False),
+    )
+    assert list(scored) == [2, 1]
+    probe.bus.expire(first.id)
+    assert (await game.bus.sweep()).reclaimed == 1
+
+    second = await claim_job(game.bus)
+    assert second.attempt == 2
+    assert await score_worker.handle(game, second) is Finish.DONE
+
+    assert probe.records(the_round.id) == [guess_of(submission.job)]
+    assert probe.standing(the_round.id, player.id).attempts == 1
+    assert (await game.bus.inspect(submission.job)).state.value == "done"
+    assert len(probe.events(the_round.id)) == 1
+
+
+def _score_call(game, job: Job, round_id: str, player_id: str, *, finish: bool):
+    """The keys and args score.lua takes, for driving it one step at a time in a test."""
+    keys, bus_keys = game.keys, game.bus.keys
+    guess_id = guess_of(job.id)
+    return (
+        [
+            bus_keys.job(job.id), bus_keys.active, bus_keys.done, bus_keys.stats,
+            keys.guess(guess_id), keys.standing(round_id), keys.board(round_id),
+            keys.proven(round_id, player_id), keys.scored(round_id), keys.events(round_id),
+        ],
+        [
+            job.id, job.attempt, guess_id, round_id, player_id,
+            json.dumps(list(GUESS), ensure_ascii=False), "HHNN--", 2, 2, 6, 1 if finish else 0, 100,
+        ],
+    )  # fmt: skip
+
+
+# A finisher from another process that knows only the reaped claim's token.
+STALE_FINISHER = """
+import asyncio, sys
+from codemojex import score_worker
+from codemojex.game import Game
+from echomq import Bus, Claim, Job
+async def main():
+    url, tag, job, lane, payload = sys.argv[1:6]
+    async with Game(Bus.from_url(url, tag=tag)) as game:
+        claim = Claim(job, lane, token=1, payload=payload.encode())
+        print((await score_worker.handle(game, Job(claim))).value)
+asyncio.run(main())
+"""
+
+
+async def test_a_worker_whose_lease_was_reaped_and_reclaimed_cannot_complete(
+    redis_server, tag, game, the_round, player, probe
+):
+    """Reaped and re-claimed: the old owner's finish (from another process) is stale and counts nothing."""
+    submission = await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    stale = await claim_job(game.bus)
+    probe.bus.expire(stale.id)
+    assert (await game.bus.sweep()).reclaimed == 1
+    owner = await claim_job(game.bus)
+    assert owner.attempt == 2
+
+    def late_finish() -> str:
+        late = subprocess.run(
+            [sys.executable, "-c", STALE_FINISHER, redis_server.url, tag, stale.id, stale.lane,
+             stale.payload.decode()],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return late.stdout.strip()
+
+    before = probe.snapshot()
+    assert late_finish() == "stale"
+    after = probe.snapshot()
+    stats = game.bus.keys.stats
+    assert {k: v for k, v in after.items() if k != stats} == {k: v for k, v in before.items() if k != stats}
+    assert probe.records(the_round.id) == []
+
+    assert await score_worker.handle(game, owner) is Finish.DONE
+    assert late_finish() == "stale"  # and after the owner finished, still refused
+    assert probe.records(the_round.id) == [guess_of(submission.job)]
+    standing = probe.standing(the_round.id, player.id)
+    assert (standing.solved, standing.attempts) == (True, 1)
+    assert probe.bus.counters()["stale"] == 2

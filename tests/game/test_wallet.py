@@ -1,0 +1,112 @@
+"""The wallet: never negative, every debit and credit in the ledger, refusals charge nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from codemojex import guesses, players, wallet
+from codemojex.errors import InvalidOption, UnknownPlayer
+from codemojex.game import Game
+from codemojex.guesses import Outcome, Refusal
+from echomq import Bus, ids
+from tests.game.conftest import text
+
+GUESS = text(("🍎", "🍌", "🍇", "🍒", "🥝", "🍑"))
+AFFORDABLE = 3 + 50 // 5  # the default grant pays 3 guesses in tickets, then 10 in coins
+
+
+async def test_a_new_player_gets_the_grant_and_the_ledger_says_so(game, player):
+    """3 tickets and 50 coins, each credit a ledger entry with reason grant and no job."""
+    held = await wallet.read_wallet(game, player.id)
+    assert held.balances == {"coin": 50, "ticket": 3}
+    assert [(e.currency, e.delta, e.reason, e.job) for e in held.ledger] == [
+        ("ticket", 3, "grant", ""),
+        ("coin", 50, "grant", ""),
+    ]
+    assert wallet.reconcile(held) == []
+
+
+async def test_charges_follow_the_price_list_in_order_of_preference(game, the_round, player):
+    """Tickets while there are tickets, then coins; then insufficient funds, which charges nothing."""
+    charged = []
+    for _ in range(AFFORDABLE):
+        submission = await guesses.submit(game, the_round.id, player.id, GUESS)
+        assert submission.outcome is Outcome.ADMITTED
+        charged.append(submission.charged)
+    assert charged == [("ticket", 1)] * 3 + [("coin", 5)] * 10
+    refused = await guesses.submit(game, the_round.id, player.id, GUESS)
+    assert refused.refusal is Refusal.INSUFFICIENT_FUNDS
+    assert refused.charged is None
+    held = await wallet.read_wallet(game, player.id)
+    assert held.balances == {"coin": 0, "ticket": 0}
+    assert len(held.ledger) == 2 + AFFORDABLE
+    assert wallet.reconcile(held) == []
+
+
+async def test_concurrent_submits_from_many_clients_never_overdraw(redis_server, tag, game, the_round, probe):
+    """200 concurrent submits from 8 connections per player: exactly the affordable ones are admitted."""
+    buyers = [await players.register(game, f"buyer {n}") for n in range(5)]
+    clients = [Game(Bus.from_url(redis_server.url, tag=tag)) for _ in range(8)]
+    try:
+        results = await asyncio.gather(
+            *(
+                guesses.submit(clients[n % len(clients)], the_round.id, buyer.id, GUESS)
+                for buyer in buyers
+                for n in range(40)
+            )
+        )
+    finally:
+        for client in clients:
+            await client.aclose()
+    for buyer in buyers:
+        mine = [r for r in results if r.job and probe.ledger_jobs(buyer.id).count(r.job)]
+        assert len(mine) == AFFORDABLE
+        held = await wallet.read_wallet(game, buyer.id)
+        assert held.balances == {"coin": 0, "ticket": 0}
+        assert wallet.reconcile(held) == []
+        assert len(set(probe.ledger_jobs(buyer.id))) == AFFORDABLE  # each admitted job debited once
+    admitted = [r for r in results if r.outcome is Outcome.ADMITTED]
+    refused = [r for r in results if r.outcome is Outcome.REFUSED]
+    assert len(admitted) == AFFORDABLE * len(buyers)
+    assert {r.refusal for r in refused} == {Refusal.INSUFFICIENT_FUNDS}
+    assert probe.bus.counters()["admitted"] == len(admitted)
+
+
+async def test_credit_appends_to_the_ledger_and_refuses_bad_input(game, player):
+    """A credit names its reason and job; bad currency, amount or reason and unknown players change nothing."""
+    job = ids.mint("JOB")
+    assert await wallet.credit(game, player.id, "coin", 7, reason="refund", job=job) == 57
+    held = await wallet.read_wallet(game, player.id)
+    assert (held.ledger[-1].delta, held.ledger[-1].reason, held.ledger[-1].job) == (7, "refund", job)
+    for bad in [
+        lambda: wallet.credit(game, player.id, "Coin", 1),
+        lambda: wallet.credit(game, player.id, "coin", 0),
+        lambda: wallet.credit(game, player.id, "coin", -5),
+        lambda: wallet.credit(game, player.id, "coin", True),
+        lambda: wallet.credit(game, player.id, "coin", 1, reason="no spaces allowed"),
+    ]:
+        with pytest.raises(InvalidOption):
+            await bad()
+    with pytest.raises(UnknownPlayer):
+        await wallet.credit(game, ids.mint("PLR"), "coin", 1)
+    assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 57, "ticket": 3}
+
+
+def test_reconcile_finds_a_ledger_that_does_not_add_up():
+    """reconcile() reports a balance the ledger does not give, and a negative running balance."""
+    entry = wallet.LedgerEntry(0, "coin", -5, -5, "guess", "")
+    broken = wallet.Wallet("PLR", {"coin": 3}, (entry,))
+    problems = wallet.reconcile(broken)
+    assert any("went negative" in p for p in problems)
+    assert any("coin: balance 3, ledger gives -5" in p for p in problems)
+
+
+async def test_choose_price_matches_what_submit_charges(game: Game, the_round, player):
+    """The pure choose_price picks the currency submit.lua then charges."""
+    held = await wallet.read_wallet(game, player.id)
+    expected = wallet.choose_price(the_round.prices, held.balances)
+    submission = await guesses.submit(game, the_round.id, player.id, GUESS)
+    assert submission.charged == expected == ("ticket", 1)
+    assert wallet.choose_price(the_round.prices, {"coin": 4}) is None
