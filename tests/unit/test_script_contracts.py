@@ -1,4 +1,8 @@
-"""The Lua scripts keep their written contracts: each header declares what the body and the caller use."""
+"""The Lua scripts keep their written contracts: each header declares what the body and the caller use.
+
+Both libraries are held to it: EchoMQ's own scripts and the game's (codemojex), which include EchoMQ's
+admission and finish helpers.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,17 @@ from importlib import resources
 import pytest
 import redis
 
+from codemojex.game import LIBRARY as GAME
 from echomq import scripts as _scripts
 
-LUA_DIR = resources.files("echomq").joinpath("lua")
-ON_DISK = sorted(p.name[: -len(".lua")] for p in LUA_DIR.iterdir() if p.name.endswith(".lua"))
+LIBRARIES = {"echomq": _scripts.ECHOMQ, "codemojex": GAME}
+
+
+def _on_disk(package: str) -> list[str]:
+    lua_dir = resources.files(package).joinpath("lua")
+    return sorted(p.name[: -len(".lua")] for p in lua_dir.iterdir() if p.name.endswith(".lua"))
+
+
 DECLARED = re.compile(r"^\s*(KEYS|ARGV)\[(\d+)\]\s+\S", re.MULTILINE)
 USED = re.compile(r"\b(KEYS|ARGV)\[([^\]]*)\]")
 
@@ -30,19 +41,38 @@ class Script:
         return [n for k, n in USED.findall(self.body) if k == kind]
 
 
-def _split(name: str) -> Script:
-    text = _scripts.source(name)
+def _split(library: _scripts.Library, name: str) -> Script:
+    text = library.source(name)
     assert text.startswith("--[["), f"{name}.lua does not open with a --[[ ... ]] contract"
     end = text.index("]]")
     return Script(name, text[4:end], text[end + 2 :])
 
 
-SCRIPTS = {name: _split(name) for name in _scripts.KEY_COUNTS}
+SCRIPTS = {
+    f"{package}:{name}": _split(library, name)
+    for package, library in LIBRARIES.items()
+    for name in library.counts
+}
+COUNTS = {
+    f"{package}:{name}": n for package, library in LIBRARIES.items() for name, n in library.counts.items()
+}
 
 
-def test_every_lua_file_is_registered_and_every_registered_script_exists():
-    """The registry names exactly the scripts in echomq/lua, no more and no fewer."""
-    assert sorted(_scripts.KEY_COUNTS) == ON_DISK
+@pytest.mark.parametrize("package", sorted(LIBRARIES))
+def test_every_lua_file_is_registered_and_every_registered_script_exists(package):
+    """Each registry names exactly the scripts in its package's lua/, no more and no fewer."""
+    assert sorted(LIBRARIES[package].counts) == _on_disk(package)
+
+
+def test_includes_are_expanded_and_unknown_ones_refused():
+    """An @include line becomes the include's text; no script is sent with an include line left."""
+    for script in SCRIPTS.values():
+        assert "@include" not in script.body
+    assert "local function admit_new" in _scripts.source("enqueue")
+    assert "local function fence" in GAME.source("score")
+    for bad in ("nope", "../claim", "Admit"):
+        with pytest.raises(KeyError):
+            _scripts.include(bad)
 
 
 def test_source_refuses_an_unregistered_name():
@@ -56,7 +86,7 @@ def test_header_key_count_matches_the_registry(name):
     """Each header declares KEYS[1..n] once each, in order, and n is the registry's KEY_COUNTS."""
     declared = SCRIPTS[name].declared("KEYS")
     assert declared == list(range(1, len(declared) + 1))
-    assert len(declared) == _scripts.KEY_COUNTS[name]
+    assert len(declared) == COUNTS[name]
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
@@ -81,7 +111,8 @@ def test_header_documents_the_output(name):
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_header_names_its_caller(name):
     """Each header says which Python function runs it (the file is named after that function)."""
-    assert re.search(r"Called by echomq\.\w+\.\w+", SCRIPTS[name].header)
+    package = name.split(":")[0]
+    assert re.search(rf"Called by {package}\.\w+\.\w+", SCRIPTS[name].header)
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))

@@ -1,0 +1,103 @@
+"""The leaderboard: solved first, then best feedback, then fewer attempts, then earlier; kept by the score
+script in rank order, and equal to the ranking recomputed from the GES records alone."""
+
+from __future__ import annotations
+
+from codemojex import guesses, leaderboard, players, score_worker
+from codemojex.guesses import Outcome, Refusal
+from echomq import Finish, Worker
+from tests.game.conftest import SECRET, claim_job, text
+from tests.support.workers import eventually, running
+
+
+async def _score_all(game) -> None:
+    while claims := await game.bus.claim(10):
+        for claim in claims:
+            from echomq import Job
+
+            assert await score_worker.handle(game, Job(claim)) is Finish.DONE
+
+
+async def test_the_board_ranks_solved_then_feedback_then_attempts_then_time(game, the_round):
+    """Five players with scripted guesses land in the order the ranking rules give."""
+    names = ["solver in two", "solver in one", "two hits", "two hits two nears", "nothing"]
+    who = {name: await players.register(game, name) for name in names}
+    plays = {
+        "solver in two": [("🍑",) * 6, SECRET],
+        "solver in one": [SECRET],
+        "two hits": [("🍎", "🍌", "🍑", "🍑", "🍑", "🍑")],
+        "two hits two nears": [("🍎", "🍌", "🍒", "🍇", "🍑", "🍑")],
+        "nothing": [("🍍",) * 6],
+    }
+    for name, played in plays.items():
+        for guess in played:
+            submitted = await guesses.submit(game, the_round.id, who[name].id, text(guess))
+            assert submitted.outcome is Outcome.ADMITTED
+        await _score_all(game)
+
+    board = await leaderboard.read_board(game, the_round.id)
+    assert [entry.name for entry in board] == [
+        "solver in one",
+        "solver in two",
+        "two hits two nears",
+        "two hits",
+        "nothing",
+    ]
+    assert [entry.rank for entry in board] == [1, 2, 3, 4, 5]
+    assert board[0].standing.solved and board[0].standing.attempts == 1
+    assert board[1].standing.attempts == 2
+    records = await leaderboard.scored_records(game, the_round.id)
+    assert leaderboard.recompute(records) == [entry.standing for entry in board]
+
+
+async def test_ties_on_feedback_and_attempts_go_to_the_earlier_guess(game, the_round):
+    """Two players with the same best in the same attempts: the earlier admitted ranks first."""
+    early, late = await players.register(game, "early"), await players.register(game, "late")
+    for player in (early, late):
+        await guesses.submit(game, the_round.id, player.id, text(("🍎", "🍑", "🍑", "🍑", "🍑", "🍑")))
+    await _score_all(game)
+    board = await leaderboard.read_board(game, the_round.id)
+    assert [entry.name for entry in board] == ["early", "late"]
+    assert board[0].standing.best_at_ms <= board[1].standing.best_at_ms
+
+
+async def test_a_solved_player_is_refused_and_late_scored_guesses_do_not_count(
+    game, the_round, player, probe
+):
+    """Guesses queued before the solve are scored but not counted; after the solve submit refuses."""
+    queued = [await guesses.submit(game, the_round.id, player.id, text(g)) for g in (SECRET, ("🍑",) * 6)]
+    await _score_all(game)
+    records = {r.job: r for r in await leaderboard.scored_records(game, the_round.id)}
+    assert records[queued[0].job].counted and records[queued[0].job].attempt == 1
+    assert not records[queued[1].job].counted and records[queued[1].job].attempt == 0
+    standing = probe.standing(the_round.id, player.id)
+    assert (standing.solved, standing.attempts) == (True, 1)
+    refused = await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    assert refused.refusal is Refusal.ALREADY_SOLVED
+    assert leaderboard.recompute(list(records.values())) == [standing]
+
+
+async def test_a_worker_keeps_the_board_equal_to_the_recomputed_ranking(game, the_round):
+    """Thirty players, three guesses each, scored by a real worker with 8 slots: board == recompute."""
+    field = [await players.register(game, f"p{n}") for n in range(30)]
+    pool = ["🍎", "🍌", "🍇", "🍒", "🥝", "🍑"]
+    for n, player in enumerate(field):
+        for k in range(3):
+            guess = [pool[(n + k + i) % 6] for i in range(6)]
+            await guesses.submit(game, the_round.id, player.id, guess)
+    async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle, concurrency=8)) as worker:
+        await eventually(lambda: worker.processed == 90, what="all 90 guesses scored")
+    board = await leaderboard.read_board(game, the_round.id)
+    records = await leaderboard.scored_records(game, the_round.id)
+    assert len(records) == 90
+    assert leaderboard.recompute(records) == [entry.standing for entry in board]
+    job = await claim_job_or_none(game)
+    assert job is None
+
+
+async def claim_job_or_none(game):
+    claims = await game.bus.claim(1)
+    return claims[0] if claims else None
+
+
+_ = claim_job  # the shared helper is used by the other game tests

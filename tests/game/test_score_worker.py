@@ -1,0 +1,103 @@
+"""The score worker is the authority: it reads the secret, scores, and writes the record once. A job
+payload it cannot read (the host would never write it) is dead-lettered at once, with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemojex import guesses, score_worker
+from codemojex.errors import InvalidPayload
+from codemojex.guesses import decode_payload, encode_payload
+from codemojex.keys import guess_of
+from echomq import Worker, ids
+from tests.game.conftest import SECRET, text
+from tests.support.workers import eventually, running
+
+
+async def test_a_worker_scores_a_guess_with_per_position_feedback(game, the_round, player, probe):
+    """🍎🍌🍒🍇🍑🍍 against 🍎🍌🍇🍎🍒🥝: hit hit near near miss miss, proven hits at 0 and 1."""
+    submitted = await guesses.submit(game, the_round.id, player.id, "🍎🍌🍒🍇🍑🍍")
+    async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+        await eventually(lambda: worker.processed == 1, what="scored")
+    record = await guesses.get_guess(game, guess_of(submitted.job))
+    assert record is not None
+    assert record.feedback.code() == "HHNN--"
+    assert (record.feedback.hits, record.feedback.nears) == (2, 2)
+    assert record.guess == ("🍎", "🍌", "🍒", "🍇", "🍑", "🍍")
+    assert (record.round, record.player, record.job) == (the_round.id, player.id, submitted.job)
+    assert record.submitted_ms <= record.scored_ms
+    listed = await guesses.player_guesses(game, the_round.id, player.id)
+    assert [(g.job, g.state) for g in listed] == [(submitted.job, "scored")]
+    assert probe.client.hgetall(game.keys.proven(the_round.id, player.id)) == {
+        b"0": "🍎".encode(),
+        b"1": "🍌".encode(),
+    }
+    info = await game.bus.inspect(submitted.job)
+    assert info.state.value == "done"
+    assert info.result == f"{guess_of(submitted.job)} HHNN--".encode()
+
+
+async def test_queued_guesses_show_as_queued_until_scored(game, the_round, player):
+    """player_guesses shows where each admitted guess is, before any worker runs."""
+    first = await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    listed = await guesses.player_guesses(game, the_round.id, player.id)
+    assert [(g.job, g.state, g.record) for g in listed] == [(first.job, "queued", None)]
+    assert listed[0].guess == SECRET
+
+
+BAD_PAYLOADS = [
+    b"not json",
+    b"[]",
+    b'{"v":1}',
+    b'{"v":2,"round":"R","player":"P","guess":[]}',
+    b'{"guess":["x"],"player":"PLR","round":"RND","v":1}',
+]
+
+
+@pytest.mark.parametrize("payload", BAD_PAYLOADS)
+async def test_an_unreadable_payload_is_dead_lettered_at_once(game, player, payload):
+    """No retry can fix a payload the host would never write: one try, then dead, with the reason."""
+    job = ids.mint("JOB")
+    await game.bus.enqueue(job, lane=player.id, payload=payload, max_attempts=5)
+    async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+        await eventually(lambda: worker.counts.dead == 1, what="dead-lettered")
+    info = await game.bus.inspect(job)
+    assert (info.state.value, info.tries) == ("dead", 1)
+    assert "payload" in (info.error or "")
+
+
+async def test_a_guess_for_no_round_a_wrong_lane_or_off_keyboard_keys_is_dead_lettered(
+    game, the_round, player
+):
+    """Payloads that parse but cannot be true: an unknown round, another player's lane, foreign keys."""
+    other = ids.mint("PLR")
+    cases = {
+        "no round": (player.id, encode_payload(ids.mint("RND"), player.id, SECRET)),
+        "wrong lane": (other, encode_payload(the_round.id, player.id, SECRET)),
+        "off keyboard": (player.id, encode_payload(the_round.id, player.id, ("🐶",) * 6)),
+        "too short": (player.id, encode_payload(the_round.id, player.id, SECRET[:5])),
+    }
+    jobs = {}
+    for name, (lane, payload) in cases.items():
+        jobs[name] = ids.mint("JOB")
+        await game.bus.enqueue(jobs[name], lane=lane, payload=payload)
+    async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+        await eventually(lambda: worker.counts.dead == len(cases), what="all dead-lettered")
+    for name, job in jobs.items():
+        info = await game.bus.inspect(job)
+        assert info.state.value == "dead", name
+        assert await guesses.get_guess(game, guess_of(job)) is None
+
+
+def test_the_payload_is_canonical_and_round_trips():
+    """Sorted keys, no spaces, UTF-8: a retry is byte-identical, and decode gives back what was encoded."""
+    rnd, plr = ids.mint("RND"), ids.mint("PLR")
+    payload = encode_payload(rnd, plr, SECRET)
+    assert payload == encode_payload(rnd, plr, list(SECRET))
+    assert payload.startswith(b'{"guess":["')
+    decoded = decode_payload(payload)
+    assert (decoded.round, decoded.player, decoded.guess) == (rnd, plr, SECRET)
+    with pytest.raises(InvalidPayload):
+        decode_payload(
+            b'{"guess":[""],"player":"' + plr.encode() + b'","round":"' + rnd.encode() + b'","v":1}'
+        )
