@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from codemojex import guesses, leaderboard, locks, players, rounds, wallet
+from codemojex import guesses, leaderboard, locks, players, rounds, score_worker, wallet
 from codemojex.errors import (
     CodemojexError,
     InvalidGuess,
@@ -23,7 +23,7 @@ from codemojex.errors import (
     UnknownRound,
 )
 from codemojex.guesses import Outcome, Refusal
-from echomq import ids
+from echomq import Job, ids
 from tests.game.conftest import SECRET, text
 
 GOOD = text(("🍎", "🍌", "🍇", "🍒", "🥝", "🍑"))
@@ -44,9 +44,6 @@ ILL_FORMED_IDS = [
 @pytest.fixture
 async def world(game, the_round, player, probe):
     """A round, a player with one scored guess and one queued guess, and their snapshot."""
-    from codemojex import score_worker
-    from echomq import Job
-
     await guesses.submit(game, the_round.id, player.id, GOOD)
     claims = await game.bus.claim(1)
     await score_worker.handle(game, Job(claims[0]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from codemojex import guesses, leaderboard, players, score_worker
 from codemojex.guesses import Outcome, Refusal
-from echomq import Finish, Worker
+from echomq import Finish, Job, Worker
 from tests.game.conftest import SECRET, claim_job, text
 from tests.support.workers import eventually, running
 
@@ -13,8 +13,6 @@ from tests.support.workers import eventually, running
 async def _score_all(game) -> None:
     while claims := await game.bus.claim(10):
         for claim in claims:
-            from echomq import Job
-
             assert await score_worker.handle(game, Job(claim)) is Finish.DONE
 
 
@@ -44,7 +42,7 @@ async def test_the_board_ranks_solved_then_feedback_then_attempts_then_time(game
         "nothing",
     ]
     assert [entry.rank for entry in board] == [1, 2, 3, 4, 5]
-    assert board[0].standing.solved and board[0].standing.attempts == 1
+    assert (board[0].standing.solved, board[0].standing.attempts) == (True, 1)
     assert board[1].standing.attempts == 2
     records = await leaderboard.scored_records(game, the_round.id)
     assert leaderboard.recompute(records) == [entry.standing for entry in board]
@@ -68,8 +66,9 @@ async def test_a_solved_player_is_refused_and_late_scored_guesses_do_not_count(
     queued = [await guesses.submit(game, the_round.id, player.id, text(g)) for g in (SECRET, ("🍑",) * 6)]
     await _score_all(game)
     records = {r.job: r for r in await leaderboard.scored_records(game, the_round.id)}
-    assert records[queued[0].job].counted and records[queued[0].job].attempt == 1
-    assert not records[queued[1].job].counted and records[queued[1].job].attempt == 0
+    first, late = records[queued[0].job], records[queued[1].job]
+    assert (first.counted, first.attempt) == (True, 1)
+    assert (late.counted, late.attempt) == (False, 0)
     standing = probe.standing(the_round.id, player.id)
     assert (standing.solved, standing.attempts) == (True, 1)
     refused = await guesses.submit(game, the_round.id, player.id, text(SECRET))

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from codemojex import guesses, rounds
-from codemojex.errors import InvalidGuess, InvalidKeyboard, InvalidOption, RoundClosed, UnknownRound
+from codemojex.errors import (
+    InvalidGuess,
+    InvalidId,
+    InvalidKeyboard,
+    InvalidOption,
+    RoundClosed,
+    UnknownRound,
+)
 from codemojex.guesses import Outcome, Refusal
 from codemojex.rounds import RoundStatus
 from echomq import ids
@@ -132,8 +139,6 @@ async def test_open_round_refuses_bad_options_and_writes_nothing(game, probe, op
 
 async def test_unknown_and_ill_formed_round_ids(game):
     """A well-formed id of no round is UnknownRound; an ill-formed one is InvalidId (an InvalidInput)."""
-    from codemojex.errors import InvalidId
-
     with pytest.raises(UnknownRound):
         await rounds.get_round(game, ids.mint("RND"))
     with pytest.raises(UnknownRound):

@@ -75,7 +75,7 @@ async def test_concurrent_submits_from_many_clients_never_overdraw(redis_server,
 
 
 async def test_credit_appends_to_the_ledger_and_refuses_bad_input(game, player):
-    """A credit names its reason and job; bad currency, amount or reason and unknown players change nothing."""
+    """A credit names its reason and job; a bad currency, amount, reason or player changes nothing."""
     job = ids.mint("JOB")
     assert await wallet.credit(game, player.id, "coin", 7, reason="refund", job=job) == 57
     held = await wallet.read_wallet(game, player.id)
