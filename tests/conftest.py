@@ -17,6 +17,8 @@ import redis
 from echomq import Bus
 from echomq.server import RedisProcess, find_redis_server
 
+pytest_plugins = ("tests.support.game",)  # the game fixtures: game, the_round, player, game_probe
+
 _counter = itertools.count()
 
 

@@ -34,7 +34,7 @@ import redis.exceptions
 from codemojex import guesses, leaderboard, locks, players, rounds, wallet
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH, Feedback, Mark
-from codemojex.errors import CodemojexError, InvalidInput, NotFound, Unavailable
+from codemojex.errors import CodemojexError, InvalidInput, NotFound, NotProven, Unavailable
 from codemojex.game import Game, Prices, check_amount, check_currency, translate_errors
 from codemojex.guesses import GuessRecord, Outcome, Submission
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
@@ -386,6 +386,8 @@ def _submission_json(sub: Submission, args: argparse.Namespace) -> dict[str, Any
         "refusal": None if sub.refusal is None else sub.refusal.value,
         "problem": sub.problem or None,
         "detail": sub.detail or None,
+        "state": None,  # with --wait: scored, or the job's state when the wait ended
+        "feedback": None,  # with --wait: the feedback once scored
     }
 
 
@@ -397,13 +399,15 @@ async def _guess(game: Game, args: argparse.Namespace) -> Result:
         reason = sub.refusal.value if sub.refusal is not None else "refused"
         if sub.problem:
             reason += f" ({sub.problem})"
-        lines = [f"refused: {reason}: {sub.detail}", f"job {sub.job}  charged nothing"]
+        lines = [f"refused: {reason}"]
+        if sub.detail and sub.detail != reason.replace("_", " "):
+            lines.append(f"  {sub.detail}")
+        lines.append(f"job {sub.job}  charged nothing")
         return Result(data, lines, EXIT_FAILURE)
     assert sub.job is not None
     assert sub.guess is not None
     head = "admitted" if sub.outcome is Outcome.ADMITTED else "duplicate (admitted before; nothing changed)"
     lines = [head, f"job {sub.job}  charged {_charge_text(sub.charged)}"]
-    data["state"] = data["feedback"] = None
     if args.wait is None:
         return Result(data, [*lines, f"  {_keys(sub.guess)}"])
     record, state = await _wait_scored(game, sub.job, args.wait)
@@ -470,7 +474,12 @@ async def _guesses(game: Game, args: argparse.Namespace) -> Result:
 
 async def _lock(game: Game, args: argparse.Namespace) -> Result:
     await players.get_player(game, args.player)
-    key = await locks.lock(game, args.round, args.player, args.position - 1)
+    try:
+        key = await locks.lock(game, args.round, args.player, args.position - 1)
+    except NotProven:  # its message counts positions from 0; the command counts them from 1
+        raise NotProven(
+            f"position {args.position} is not a proven hit of yours in round {args.round}"
+        ) from None
     data = {"round": args.round, "player": args.player, "position": args.position, "key": key, "locked": True}
     return Result(data, [f"position {args.position} locked to {key}"])
 

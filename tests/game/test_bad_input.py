@@ -24,7 +24,7 @@ from codemojex.errors import (
 )
 from codemojex.guesses import Outcome, Refusal
 from echomq import Job, ids
-from tests.game.conftest import SECRET, text
+from tests.support.game import SECRET, text
 
 GOOD = text(("🍎", "🍌", "🍇", "🍒", "🥝", "🍑"))
 ILL_FORMED_IDS = [
@@ -42,21 +42,21 @@ ILL_FORMED_IDS = [
 
 
 @pytest.fixture
-async def world(game, the_round, player, probe):
+async def world(game, the_round, player, game_probe):
     """A round, a player with one scored guess and one queued guess, and their snapshot."""
     await guesses.submit(game, the_round.id, player.id, GOOD)
     claims = await game.bus.claim(1)
     await score_worker.handle(game, Job(claims[0]))
     await guesses.submit(game, the_round.id, player.id, GOOD)
-    return game, the_round, player, probe
+    return game, the_round, player, game_probe
 
 
 async def _refused_unchanged(world, call: Callable[[], Awaitable[Any]], error: type[CodemojexError]):
-    *_, probe = world
-    before = probe.snapshot()
+    *_, game_probe = world
+    before = game_probe.snapshot()
     with pytest.raises(error) as caught:
         await call()
-    assert probe.snapshot() == before
+    assert game_probe.snapshot() == before
     assert isinstance(caught.value, CodemojexError)
     assert caught.value.code  # every error carries its stable code
     return caught.value
@@ -132,8 +132,8 @@ async def test_unknown_rounds_and_players(world):
 )
 async def test_a_bad_guess_is_a_refusal_that_charges_and_enqueues_nothing(world, guess, problem):
     """Every way a guess can be wrong: REFUSED / BAD_GUESS with the problem named, and no key changes."""
-    game, the_round, player, probe = world
-    before = probe.snapshot()
+    game, the_round, player, game_probe = world
+    before = game_probe.snapshot()
     refused = await guesses.submit(game, the_round.id, player.id, guess)
     assert (refused.outcome, refused.refusal, refused.problem) == (
         Outcome.REFUSED,
@@ -142,18 +142,18 @@ async def test_a_bad_guess_is_a_refusal_that_charges_and_enqueues_nothing(world,
     )
     assert refused.detail
     assert refused.charged is None
-    assert probe.snapshot() == before
+    assert game_probe.snapshot() == before
 
 
 async def test_the_same_job_id_with_another_guess_is_an_idempotency_conflict(world):
     """A retry that changed the guess is refused, not admitted twice, and charges nothing."""
-    game, the_round, player, probe = world
+    game, the_round, player, game_probe = world
     first = await guesses.submit(game, the_round.id, player.id, text(SECRET))
-    before = probe.snapshot()
+    before = game_probe.snapshot()
     conflict = await guesses.submit(game, the_round.id, player.id, GOOD, job_id=first.job)
     assert conflict.refusal is Refusal.IDEMPOTENCY_CONFLICT
     assert conflict.charged is None
-    after = probe.snapshot()
+    after = game_probe.snapshot()
     stats = game.bus.keys.stats
     assert {k: v for k, v in after.items() if k != stats} == {k: v for k, v in before.items() if k != stats}
 
@@ -161,11 +161,11 @@ async def test_the_same_job_id_with_another_guess_is_an_idempotency_conflict(wor
 @pytest.mark.parametrize(
     "name", ["", "   ", "x" * 33, "tab\there", "new\nline", "nul\x00", "bidi\u202eevil", b"bytes", None, 5]
 )
-async def test_bad_display_names_are_refused(game, probe, name):
+async def test_bad_display_names_are_refused(game, game_probe, name):
     """A name is 1-32 printable characters: anything else is InvalidName and registers nobody."""
     with pytest.raises(InvalidName):
         await players.register(game, name)
-    assert probe.snapshot() == {}
+    assert game_probe.snapshot() == {}
 
 
 async def test_good_display_names_are_kept_normalized(game):

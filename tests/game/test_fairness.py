@@ -9,13 +9,13 @@ from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from echomq import Finish, Job
-from tests.game.conftest import text
+from tests.support.game import text
 
 MASHER_GUESSES = 5_000
 OTHERS = 50
 
 
-async def test_a_masher_with_5000_queued_guesses_cannot_starve_50_other_players(game, the_round, probe):
+async def test_a_masher_with_5000_queued_guesses_cannot_starve_50_other_players(game, the_round, game_probe):
     """Every other player's one guess is scored within the first 51 claims."""
     roomy = Game(game.bus, GameSettings(max_queued=MASHER_GUESSES))
     masher = await players.register(roomy, "masher")
@@ -42,7 +42,7 @@ async def test_a_masher_with_5000_queued_guesses_cannot_starve_50_other_players(
 
     assert set(their_jobs) <= set(served)
     assert served.count(masher.id) == 1
-    scored = set(probe.records(the_round.id))
+    scored = set(game_probe.records(the_round.id))
     assert {guess_of(job) for job in their_jobs.values()} <= scored
     assert len(scored) == OTHERS + 1
-    assert probe.bus.counters()["admitted"] == MASHER_GUESSES + OTHERS
+    assert game_probe.bus.counters()["admitted"] == MASHER_GUESSES + OTHERS

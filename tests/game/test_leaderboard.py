@@ -6,7 +6,7 @@ from __future__ import annotations
 from codemojex import guesses, leaderboard, players, score_worker
 from codemojex.guesses import Outcome, Refusal
 from echomq import Finish, Job, Worker
-from tests.game.conftest import SECRET, claim_job, text
+from tests.support.game import SECRET, claim_job, text
 from tests.support.workers import eventually, running
 
 
@@ -60,7 +60,7 @@ async def test_ties_on_feedback_and_attempts_go_to_the_earlier_guess(game, the_r
 
 
 async def test_a_solved_player_is_refused_and_late_scored_guesses_do_not_count(
-    game, the_round, player, probe
+    game, the_round, player, game_probe
 ):
     """Guesses queued before the solve are scored but not counted; after the solve submit refuses."""
     queued = [await guesses.submit(game, the_round.id, player.id, text(g)) for g in (SECRET, ("🍑",) * 6)]
@@ -69,7 +69,7 @@ async def test_a_solved_player_is_refused_and_late_scored_guesses_do_not_count(
     first, late = records[queued[0].job], records[queued[1].job]
     assert (first.counted, first.attempt) == (True, 1)
     assert (late.counted, late.attempt) == (False, 0)
-    standing = probe.standing(the_round.id, player.id)
+    standing = game_probe.standing(the_round.id, player.id)
     assert (standing.solved, standing.attempts) == (True, 1)
     refused = await guesses.submit(game, the_round.id, player.id, text(SECRET))
     assert refused.refusal is Refusal.ALREADY_SOLVED

@@ -8,7 +8,7 @@ from codemojex import guesses, locks, rounds, score_worker
 from codemojex.errors import InvalidOption, NotProven, RoundClosed, UnknownRound
 from codemojex.guesses import Outcome, Refusal
 from echomq import Finish, ids
-from tests.game.conftest import claim_job, text
+from tests.support.game import claim_job, text
 
 # Against the secret 🍎🍌🍇🍎🍒🥝 this proves positions 0 and 1 (🍎, 🍌) and nothing else.
 PROBE_GUESS = ("🍎", "🍌", "🍑", "🍑", "🍑", "🍑")
@@ -18,12 +18,12 @@ async def _score_one(game) -> None:
     assert await score_worker.handle(game, await claim_job(game.bus)) is Finish.DONE
 
 
-async def test_nothing_can_be_locked_before_a_scored_guess_proves_it(game, the_round, player, probe):
+async def test_nothing_can_be_locked_before_a_scored_guess_proves_it(game, the_round, player, game_probe):
     """No scored guess yet: NotProven, and nothing changes."""
-    before = probe.snapshot()
+    before = game_probe.snapshot()
     with pytest.raises(NotProven):
         await locks.lock(game, the_round.id, player.id, 0)
-    assert probe.snapshot() == before
+    assert game_probe.snapshot() == before
 
 
 async def test_a_proven_hit_can_be_locked_and_submit_overlays_it(game, the_round, player):

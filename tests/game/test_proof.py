@@ -17,7 +17,7 @@ from codemojex import guesses, score_worker, wallet
 from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from echomq import Finish, Job, Worker, ids
-from tests.game.conftest import SECRET, claim_job, text
+from tests.support.game import SECRET, claim_job, text
 from tests.support.workers import eventually, running
 
 GUESS = ("🍎", "🍌", "🍒", "🍇", "🍑", "🍍")  # against 🍎🍌🍇🍎🍒🥝: H H N N - -
@@ -25,7 +25,7 @@ GUESS = ("🍎", "🍌", "🍒", "🍇", "🍑", "🍍")  # against 🍎🍌🍇
 
 @pytest.mark.parametrize("times", [1, 2, 50])
 async def test_the_same_guess_job_submitted_n_times_is_admitted_charged_and_scored_once(
-    game, the_round, player, probe, times
+    game, the_round, player, game_probe, times
 ):
     """n submits of one JOB id (concurrently): one admission, n-1 duplicates, one debit, one record."""
     job = ids.mint("JOB")
@@ -36,7 +36,7 @@ async def test_the_same_guess_job_submitted_n_times_is_admitted_charged_and_scor
     assert outcomes.count(Outcome.ADMITTED) == 1
     assert outcomes.count(Outcome.DUPLICATE) == times - 1
     assert {s.charged for s in submissions} == {("ticket", 1)}  # duplicates report the original charge
-    assert probe.ledger_jobs(player.id) == [job]
+    assert game_probe.ledger_jobs(player.id) == [job]
 
     async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
         await eventually(lambda: worker.processed == 1, what="the guess scored")
@@ -44,21 +44,21 @@ async def test_the_same_guess_job_submitted_n_times_is_admitted_charged_and_scor
         again = await guesses.submit(game, the_round.id, player.id, text(GUESS), job_id=job)
         assert again.outcome is Outcome.DUPLICATE
 
-    assert probe.records(the_round.id) == [guess_of(job)]
-    record = probe.record(guess_of(job))
+    assert game_probe.records(the_round.id) == [guess_of(job)]
+    record = game_probe.record(guess_of(job))
     assert record["code"] == "HHNN--"
     assert record["attempt"] == "1"
-    standing = probe.standing(the_round.id, player.id)
+    standing = game_probe.standing(the_round.id, player.id)
     assert (standing.best_hits, standing.best_nears, standing.attempts, standing.solved) == (2, 2, 1, False)
     assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 50, "ticket": 2}
-    counters = probe.bus.counters()
+    counters = game_probe.bus.counters()
     assert counters["admitted"] == 1
     assert counters["duplicate"] == times
     assert counters["completed"] == 1
-    assert [e["kind"] for e in probe.events(the_round.id)] == ["scored"]
+    assert [e["kind"] for e in game_probe.events(the_round.id)] == ["scored"]
 
 
-async def test_a_redelivered_job_runs_as_a_no_op_against_its_record(game, the_round, player, probe):
+async def test_a_redelivered_job_runs_as_a_no_op_against_its_record(game, the_round, player, game_probe):
     """The effect landed, the ack did not: the next claim finds the record, completes, counts nothing."""
     submission = await guesses.submit(game, the_round.id, player.id, text(GUESS))
     first = await claim_job(game.bus, lease_ms=60_000)
@@ -68,17 +68,17 @@ async def test_a_redelivered_job_runs_as_a_no_op_against_its_record(game, the_ro
         *_score_call(game, first, the_round.id, player.id, finish=False),
     )
     assert list(scored) == [2, 1]
-    probe.bus.expire(first.id)
+    game_probe.bus.expire(first.id)
     assert (await game.bus.sweep()).reclaimed == 1
 
     second = await claim_job(game.bus)
     assert second.attempt == 2
     assert await score_worker.handle(game, second) is Finish.DONE
 
-    assert probe.records(the_round.id) == [guess_of(submission.job)]
-    assert probe.standing(the_round.id, player.id).attempts == 1
+    assert game_probe.records(the_round.id) == [guess_of(submission.job)]
+    assert game_probe.standing(the_round.id, player.id).attempts == 1
     assert (await game.bus.inspect(submission.job)).state.value == "done"
-    assert len(probe.events(the_round.id)) == 1
+    assert len(game_probe.events(the_round.id)) == 1
 
 
 def _score_call(game, job: Job, round_id: str, player_id: str, *, finish: bool):
@@ -114,12 +114,12 @@ asyncio.run(main())
 
 
 async def test_a_worker_whose_lease_was_reaped_and_reclaimed_cannot_complete(
-    redis_server, tag, game, the_round, player, probe
+    redis_server, tag, game, the_round, player, game_probe
 ):
     """Reaped and re-claimed: the old owner's finish (from another process) is stale and counts nothing."""
     submission = await guesses.submit(game, the_round.id, player.id, text(SECRET))
     stale = await claim_job(game.bus)
-    probe.bus.expire(stale.id)
+    game_probe.bus.expire(stale.id)
     assert (await game.bus.sweep()).reclaimed == 1
     owner = await claim_job(game.bus)
     assert owner.attempt == 2
@@ -132,16 +132,16 @@ async def test_a_worker_whose_lease_was_reaped_and_reclaimed_cannot_complete(
         )  # fmt: skip
         return late.stdout.strip()
 
-    before = probe.snapshot()
+    before = game_probe.snapshot()
     assert late_finish() == "stale"
-    after = probe.snapshot()
+    after = game_probe.snapshot()
     stats = game.bus.keys.stats
     assert {k: v for k, v in after.items() if k != stats} == {k: v for k, v in before.items() if k != stats}
-    assert probe.records(the_round.id) == []
+    assert game_probe.records(the_round.id) == []
 
     assert await score_worker.handle(game, owner) is Finish.DONE
     assert late_finish() == "stale"  # and after the owner finished, still refused
-    assert probe.records(the_round.id) == [guess_of(submission.job)]
-    standing = probe.standing(the_round.id, player.id)
+    assert game_probe.records(the_round.id) == [guess_of(submission.job)]
+    standing = game_probe.standing(the_round.id, player.id)
     assert (standing.solved, standing.attempts) == (True, 1)
-    assert probe.bus.counters()["stale"] == 2
+    assert game_probe.bus.counters()["stale"] == 2

@@ -17,11 +17,13 @@ from codemojex.errors import (
 from codemojex.guesses import Outcome, Refusal
 from codemojex.rounds import RoundStatus
 from echomq import ids
-from tests.game.conftest import KEYBOARD, SECRET, text
+from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import eventually
 
 
-async def test_a_default_round_has_eight_distinct_emoji_a_secret_from_them_and_the_price_list(game, probe):
+async def test_a_default_round_has_eight_distinct_emoji_a_secret_from_them_and_the_price_list(
+    game, game_probe
+):
     """Defaults: 8 keys, six of them secret (read only by the worker), 1 ticket else 5 coin, open now."""
     opened = await rounds.open_round(game)
     assert len(opened.keyboard) == 8
@@ -33,7 +35,7 @@ async def test_a_default_round_has_eight_distinct_emoji_a_secret_from_them_and_t
     assert opened.status_at(await rounds.server_ms(game)) is RoundStatus.OPEN
     assert opened.closes_ms is None
     assert await rounds.current_round(game) == opened
-    assert b"secret" not in probe.client.hgetall(game.keys.round(opened.id))  # the row never holds it
+    assert b"secret" not in game_probe.client.hgetall(game.keys.round(opened.id))  # the row never holds it
 
 
 async def test_secrets_are_drawn_fresh_for_each_round(game):
@@ -58,13 +60,13 @@ async def test_the_secret_is_revealed_only_after_the_close(game, the_round):
     assert await rounds.current_round(game) is None
 
 
-async def test_a_closed_round_refuses_guesses_and_charges_nothing(game, the_round, player, probe):
+async def test_a_closed_round_refuses_guesses_and_charges_nothing(game, the_round, player, game_probe):
     """After the close a guess is refused round_closed, and no key of the bus or the game changes."""
     await rounds.close_round(game, the_round.id)
-    before = probe.snapshot()
+    before = game_probe.snapshot()
     refused = await guesses.submit(game, the_round.id, player.id, text(SECRET))
     assert (refused.outcome, refused.refusal) == (Outcome.REFUSED, Refusal.ROUND_CLOSED)
-    assert probe.snapshot() == before
+    assert game_probe.snapshot() == before
 
 
 async def test_a_round_closes_by_itself_at_its_close_time(game, player):
@@ -130,11 +132,11 @@ async def test_custom_prices_and_keyboard(game):
         ({"keyboard": list(KEYBOARD), "secret": ["🐶"] * 6}, InvalidGuess),
     ],
 )
-async def test_open_round_refuses_bad_options_and_writes_nothing(game, probe, options, error):
+async def test_open_round_refuses_bad_options_and_writes_nothing(game, game_probe, options, error):
     """Each ill-formed option is a typed error, and no key is written."""
     with pytest.raises(error):
         await rounds.open_round(game, **options)
-    assert probe.snapshot() == {}
+    assert game_probe.snapshot() == {}
 
 
 async def test_unknown_and_ill_formed_round_ids(game):

@@ -10,11 +10,11 @@ from codemojex.errors import InvalidPayload
 from codemojex.guesses import decode_payload, encode_payload
 from codemojex.keys import guess_of
 from echomq import Worker, ids
-from tests.game.conftest import SECRET, text
+from tests.support.game import SECRET, text
 from tests.support.workers import eventually, running
 
 
-async def test_a_worker_scores_a_guess_with_per_position_feedback(game, the_round, player, probe):
+async def test_a_worker_scores_a_guess_with_per_position_feedback(game, the_round, player, game_probe):
     """🍎🍌🍒🍇🍑🍍 against 🍎🍌🍇🍎🍒🥝: hit hit near near miss miss, proven hits at 0 and 1."""
     submitted = await guesses.submit(game, the_round.id, player.id, "🍎🍌🍒🍇🍑🍍")
     async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
@@ -28,7 +28,7 @@ async def test_a_worker_scores_a_guess_with_per_position_feedback(game, the_roun
     assert record.submitted_ms <= record.scored_ms
     listed = await guesses.player_guesses(game, the_round.id, player.id)
     assert [(g.job, g.state) for g in listed] == [(submitted.job, "scored")]
-    assert probe.client.hgetall(game.keys.proven(the_round.id, player.id)) == {
+    assert game_probe.client.hgetall(game.keys.proven(the_round.id, player.id)) == {
         b"0": "🍎".encode(),
         b"1": "🍌".encode(),
     }

@@ -11,7 +11,7 @@ from codemojex.errors import InvalidOption, UnknownPlayer
 from codemojex.game import Game
 from codemojex.guesses import Outcome, Refusal
 from echomq import Bus, ids
-from tests.game.conftest import text
+from tests.support.game import text
 
 GUESS = text(("🍎", "🍌", "🍇", "🍒", "🥝", "🍑"))
 AFFORDABLE = 3 + 50 // 5  # the default grant pays 3 guesses in tickets, then 10 in coins
@@ -45,7 +45,9 @@ async def test_charges_follow_the_price_list_in_order_of_preference(game, the_ro
     assert wallet.reconcile(held) == []
 
 
-async def test_concurrent_submits_from_many_clients_never_overdraw(redis_server, tag, game, the_round, probe):
+async def test_concurrent_submits_from_many_clients_never_overdraw(
+    redis_server, tag, game, the_round, game_probe
+):
     """200 concurrent submits from 8 connections per player: exactly the affordable ones are admitted."""
     buyers = [await players.register(game, f"buyer {n}") for n in range(5)]
     clients = [Game(Bus.from_url(redis_server.url, tag=tag)) for _ in range(8)]
@@ -61,17 +63,17 @@ async def test_concurrent_submits_from_many_clients_never_overdraw(redis_server,
         for client in clients:
             await client.aclose()
     for buyer in buyers:
-        mine = [r for r in results if r.job and probe.ledger_jobs(buyer.id).count(r.job)]
+        mine = [r for r in results if r.job and game_probe.ledger_jobs(buyer.id).count(r.job)]
         assert len(mine) == AFFORDABLE
         held = await wallet.read_wallet(game, buyer.id)
         assert held.balances == {"coin": 0, "ticket": 0}
         assert wallet.reconcile(held) == []
-        assert len(set(probe.ledger_jobs(buyer.id))) == AFFORDABLE  # each admitted job debited once
+        assert len(set(game_probe.ledger_jobs(buyer.id))) == AFFORDABLE  # each admitted job debited once
     admitted = [r for r in results if r.outcome is Outcome.ADMITTED]
     refused = [r for r in results if r.outcome is Outcome.REFUSED]
     assert len(admitted) == AFFORDABLE * len(buyers)
     assert {r.refusal for r in refused} == {Refusal.INSUFFICIENT_FUNDS}
-    assert probe.bus.counters()["admitted"] == len(admitted)
+    assert game_probe.bus.counters()["admitted"] == len(admitted)
 
 
 async def test_credit_appends_to_the_ledger_and_refuses_bad_input(game, player):

@@ -1,5 +1,6 @@
-"""Fixtures of the game tests: a Game on the session's real redis-server under the test's own tag, a
-round with a known secret, players, a probe over both the bus's and the game's keys."""
+"""The game fixtures (a pytest plugin of tests/conftest.py): a Game on the session's real redis-server
+under the test's own tag, a round with a known secret, a player, and a probe over both the bus's and the
+game's keys."""
 
 from __future__ import annotations
 
@@ -97,5 +98,5 @@ class GameProbe:
 
 
 @pytest.fixture
-def probe(sync_redis, game) -> GameProbe:
+def game_probe(sync_redis, game) -> GameProbe:
     return GameProbe.of(sync_redis, game)
