@@ -54,6 +54,8 @@ async def handle(game: Game, job: Job) -> Finish:
     if len(request.guess) != length or any(key not in keyboard for key in request.guess):
         raise Permanent(f"the guess {''.join(request.guess)!r} is not {length} keys of the round's keyboard")
     feedback = score(secret, request.guess)
+    if faults.armed("score.before_effect"):
+        faults.stall()  # the fault point: a worker stalled past its lease, then resumed
     split = faults.armed("score.after_effect")
     bus_keys = game.bus.keys
     guess_id = guess_of(job.id)

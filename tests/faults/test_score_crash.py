@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from codemojex import guesses, players, rounds, wallet
@@ -117,3 +118,42 @@ async def test_a_crash_mid_stream_loses_no_guess_and_scores_none_twice(redis_ser
         debits += game_probe.ledger_jobs(member.id)
     assert sorted(debits) == sorted(admitted)  # each admitted guess charged exactly once
     assert game_probe.bus.counters()["completed"] == 40
+
+
+@pytest.mark.slow
+async def test_a_stalled_worker_resumed_after_its_lease_was_reclaimed_is_stale_and_counts_nothing(
+    redis_server, tag, game, the_round, player, game_probe
+):
+    """SIGSTOP mid-job past the lease, another worker scores it, SIGCONT: the old run is refused."""
+    submitted = await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    stalled = score_worker_process(redis_server.url, tag, faults="score.before_effect")
+    try:
+        await eventually(lambda: psutil.Process(stalled.pid).status() == psutil.STATUS_STOPPED, 60, "stalled")
+        second = score_worker_process(redis_server.url, tag)
+        try:
+
+            async def done() -> bool:
+                return (await game.bus.inspect(submitted.job)).state.value == "done"
+
+            await eventually(done, 60, "the reclaimed job completed by the second worker")
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(30)
+            stop_process(second)
+        stale_before = game_probe.bus.counters().get("stale", 0)
+        stalled.send_signal(signal.SIGCONT)
+        await eventually(
+            lambda: game_probe.bus.counters().get("stale", 0) == stale_before + 1,
+            60,
+            "the resumed run refused",
+        )
+        stalled.send_signal(signal.SIGTERM)
+        stalled.wait(30)
+    finally:
+        stop_process(stalled)
+    assert game_probe.records(the_round.id) == [guess_of(submitted.job)]
+    standing = game_probe.standing(the_round.id, player.id)
+    assert (standing.solved, standing.attempts) == (True, 1)
+    info = await game.bus.inspect(submitted.job)
+    assert (info.state.value, info.attempts) == ("done", 2)
+    assert len(game_probe.events(the_round.id)) == 1
