@@ -532,7 +532,7 @@ async def _wallet(game: Game, args: argparse.Namespace) -> Result:
     purse = await wallet.read_wallet(game, args.player)  # the whole ledger: reconcile replays it all
     whole = len(purse.ledger) < wallet.MAX_LEDGER
     problems = wallet.reconcile(purse) if whole else []
-    shown = purse.ledger[len(purse.ledger) - args.ledger :] if args.ledger else ()
+    shown = purse.ledger[-args.ledger :] if args.ledger else ()
     data = {
         "player": args.player,
         "name": player.name,

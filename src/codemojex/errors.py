@@ -14,7 +14,8 @@ Every exception Codemojex raises derives from :class:`CodemojexError`, and each 
     ├── NotFound (also LookupError)         not_found
     │   ├── UnknownRound                    unknown_round
     │   ├── UnknownPlayer                   unknown_player
-    │   └── UnknownGuess                    unknown_guess
+    │   ├── UnknownGuess                    unknown_guess
+    │   └── UnknownJob                      unknown_job       no guess job with that JOB id
     ├── RoundClosed                         round_closed      the round does not take this call any more
     ├── NotProven                           not_proven        a lock on a position no scored guess proved
     ├── Unavailable (also ConnectionError)  unavailable       Redis could not be reached; effect unknown
@@ -98,6 +99,10 @@ class UnknownPlayer(NotFound):
 
 class UnknownGuess(NotFound):
     code = "unknown_guess"
+
+
+class UnknownJob(NotFound):
+    code = "unknown_job"
 
 
 class RoundClosed(CodemojexError):

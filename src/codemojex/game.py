@@ -22,6 +22,7 @@ from codemojex.errors import (
     InvalidOption,
     ScriptError,
     Unavailable,
+    UnknownJob,
 )
 from codemojex.keys import GameKeys
 from echomq import Bus, Settings
@@ -36,7 +37,7 @@ KEY_COUNTS: dict[str, int] = {
     "credit": 3,
     "submit": 15,
     "score": 10,
-    "lock": 3,
+    "lock": 4,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 
@@ -119,6 +120,7 @@ class GameSettings:
 _TRANSLATED: tuple[tuple[type[Exception], type[CodemojexError]], ...] = (
     (bus_errors.InvalidId, InvalidId),
     (bus_errors.InvalidInput, InvalidInput),
+    (bus_errors.UnknownJob, UnknownJob),
     (bus_errors.RedisUnavailable, Unavailable),
     (bus_errors.EchoMQError, ScriptError),
 )
@@ -159,8 +161,12 @@ class Game:
         tag: str = "cm",
         settings: GameSettings | None = None,
         bus_settings: Settings | None = None,
+        *,
+        cluster: bool = False,
     ) -> Game:
-        return cls(Bus.from_url(url, tag, bus_settings), settings)
+        """A game on a new bus for ``url``; ``cluster=True`` for a Redis Cluster (every key of one game
+        shares the bus's hash tag, so each script runs on the node owning that slot)."""
+        return cls(Bus.from_url(url, tag, bus_settings, cluster=cluster), settings)
 
     @property
     def redis(self) -> Any:

@@ -26,7 +26,7 @@ from enum import StrEnum
 from codemojex import locks as lock_rules
 from codemojex.engine import Feedback
 from codemojex.errors import InvalidGuess, InvalidPayload, ScriptError, UnknownPlayer, UnknownRound
-from codemojex.game import Game, translate_errors
+from codemojex.game import Game, check_int, translate_errors
 from codemojex.keyboard import parse_guess
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from codemojex.rounds import round_from_row
@@ -141,10 +141,13 @@ async def submit(
     with translate_errors():  # the round and the player's locks in one round trip
         pipe = game.redis.pipeline(transaction=False)
         pipe.hgetall(game.keys.round(round_id))
+        pipe.exists(game.keys.player(player_id))
         pipe.hgetall(game.keys.locks(round_id, player_id))
-        round_row, lock_row = await pipe.execute()
+        round_row, player_exists, lock_row = await pipe.execute()
     if not round_row:
         raise UnknownRound(f"no round {round_id}")
+    if not player_exists:
+        raise UnknownPlayer(f"no player {player_id}")
     the_round = round_from_row(round_id, round_row)
     locks = lock_rules.positions(lock_row)
     try:
@@ -254,7 +257,9 @@ class PlayerGuess:
 
 
 async def player_guesses(game: Game, round_id: str, player_id: str, limit: int = 200) -> list[PlayerGuess]:
-    """The player's admitted guesses in the round, oldest first, with their state and feedback."""
+    """The player's newest ``limit`` admitted guesses in the round, oldest first, with their state and
+    feedback."""
+    check_int("limit", limit, 1, 10_000)
     key = game.keys.submitted(round_id, player_id)
     with translate_errors():
         rows = await game.redis.zrange(key, -limit, -1, withscores=True)

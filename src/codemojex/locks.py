@@ -9,13 +9,14 @@ those slots blank. A lock never changes what is proven, and it cannot be set in 
 from __future__ import annotations
 
 from codemojex.engine import LENGTH
-from codemojex.errors import InvalidOption, NotProven, RoundClosed, UnknownRound
+from codemojex.errors import InvalidOption, NotProven, RoundClosed, UnknownPlayer, UnknownRound
 from codemojex.game import Game, translate_errors
 
 
 def check_position(position: object, length: int = LENGTH) -> int:
+    """Positions count from 0 here (the CLI and pages show them from 1)."""
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < length:
-        raise InvalidOption(f"a position is an int in [0, {length - 1}], got {position!r}")
+        raise InvalidOption(f"a position is an int in [0, {length - 1}] (0-based), got {position!r}")
     return position
 
 
@@ -46,14 +47,21 @@ async def lock(game: Game, round_id: str, player_id: str, position: int) -> str:
     keys = game.keys
     reply = await game.run(
         "lock",
-        [keys.round(round_id), keys.proven(round_id, player_id), keys.locks(round_id, player_id)],
+        [
+            keys.round(round_id),
+            keys.proven(round_id, player_id),
+            keys.locks(round_id, player_id),
+            keys.player(player_id),
+        ],
         [position],
     )
     code = int(reply[0])
     if code == -1:
         raise UnknownRound(f"no round {round_id}")
+    if code == -4:
+        raise UnknownPlayer(f"no player {player_id}")
     if code == -2:
-        raise NotProven(f"position {position} is not a proven hit of yours in round {round_id}")
+        raise NotProven(f"position {position} (0-based) is not a proven hit of yours in round {round_id}")
     if code == -3:
         raise RoundClosed(f"round {round_id} is closed")
     return bytes(reply[1]).decode()
@@ -64,4 +72,6 @@ async def unlock(game: Game, round_id: str, player_id: str, position: int) -> bo
     check_position(position)
     key = game.keys.locks(round_id, player_id)
     with translate_errors():
+        if not await game.redis.exists(game.keys.player(player_id)):
+            raise UnknownPlayer(f"no player {player_id}")
         return bool(await game.redis.hdel(key, str(position)))

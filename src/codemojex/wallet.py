@@ -38,7 +38,8 @@ class LedgerEntry:
 class Wallet:
     player: str
     balances: dict[str, int]
-    ledger: tuple[LedgerEntry, ...]
+    ledger: tuple[LedgerEntry, ...]  # the newest entries, oldest first
+    ledger_total: int = -1  # entries the ledger holds in all; -1: ``ledger`` is all of it
 
 
 def choose_price(prices: Prices, balances: Mapping[str, int]) -> tuple[str, int] | None:
@@ -71,13 +72,15 @@ async def read_wallet(game: Game, player_id: str, *, ledger_limit: int = MAX_LED
         pipe.exists(keys.player(player_id))
         pipe.hgetall(keys.wallet(player_id))
         pipe.lrange(keys.ledger(player_id), -ledger_limit, -1)
-        exists, balances, entries = await pipe.execute()
+        pipe.llen(keys.ledger(player_id))
+        exists, balances, entries, total = await pipe.execute()
     if not exists:
         raise UnknownPlayer(f"no player {player_id}")
     return Wallet(
         player=player_id,
         balances={k.decode(): int(v) for k, v in sorted(balances.items())},
         ledger=tuple(_entry(raw) for raw in entries),
+        ledger_total=int(total),
     )
 
 
@@ -103,10 +106,15 @@ async def credit(
 
 
 def reconcile(wallet: Wallet) -> list[str]:
-    """What does not reconcile (empty when all is well): replaying the whole ledger from zero must give
-    every entry's balance and the wallet's balances, and no balance may ever be negative."""
+    """What does not reconcile (empty when all is well): replaying the ledger must give every entry's
+    balance and the wallet's balances, and no balance may ever be negative. A whole ledger is replayed
+    from zero; a partial one (the newest entries only) from the balance before its first entry of each
+    currency."""
     problems: list[str] = []
     running: dict[str, int] = {}
+    if 0 <= wallet.ledger_total != len(wallet.ledger):
+        for entry in reversed(wallet.ledger):
+            running[entry.currency] = entry.balance - entry.delta
     for number, entry in enumerate(wallet.ledger):
         running[entry.currency] = running.get(entry.currency, 0) + entry.delta
         if running[entry.currency] != entry.balance:

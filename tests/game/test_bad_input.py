@@ -193,3 +193,23 @@ def test_invalid_guess_names_its_problem():
     error = InvalidGuess("six keys, got five", "wrong_length")
     assert isinstance(error, InvalidInput)
     assert (error.problem, error.code) == ("wrong_length", "invalid_guess")
+
+
+async def test_an_unknown_player_is_unknown_whatever_else_is_wrong(world):
+    """An unknown player with a bad guess, a lock or an unlock: UnknownPlayer, not a refusal or NotProven."""
+    game, the_round, _, _ = world
+    stranger = ids.mint("PLR")
+    await _refused_unchanged(
+        world, lambda: guesses.submit(game, the_round.id, stranger, "nope"), UnknownPlayer
+    )
+    await _refused_unchanged(world, lambda: locks.lock(game, the_round.id, stranger, 0), UnknownPlayer)
+    await _refused_unchanged(world, lambda: locks.unlock(game, the_round.id, stranger, 0), UnknownPlayer)
+
+
+@pytest.mark.parametrize("limit", [0, -1, 10_001, True, "5"])
+async def test_listing_a_players_guesses_refuses_a_bad_limit(world, limit):
+    """player_guesses takes 1-10,000."""
+    game, the_round, player, _ = world
+    await _refused_unchanged(
+        world, lambda: guesses.player_guesses(game, the_round.id, player.id, limit), InvalidOption
+    )

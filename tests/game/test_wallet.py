@@ -112,3 +112,14 @@ async def test_choose_price_matches_what_submit_charges(game: Game, the_round, p
     submission = await guesses.submit(game, the_round.id, player.id, GUESS)
     assert submission.charged == expected == ("ticket", 1)
     assert wallet.choose_price(the_round.prices, {"coin": 4}) is None
+
+
+async def test_a_partial_ledger_reconciles_from_the_balance_before_its_first_entry(game, the_round, player):
+    """read_wallet(ledger_limit=2) holds the newest two entries; they still reconcile with the balances."""
+    for _ in range(4):
+        await guesses.submit(game, the_round.id, player.id, GUESS)
+    tail = await wallet.read_wallet(game, player.id, ledger_limit=2)
+    assert (len(tail.ledger), tail.ledger_total) == (2, 6)
+    assert wallet.reconcile(tail) == []
+    forged = wallet.Wallet(player.id, {**tail.balances, "coin": 99}, tail.ledger, tail.ledger_total)
+    assert wallet.reconcile(forged) == ["coin: balance 99, ledger gives 45"]

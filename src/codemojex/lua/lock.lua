@@ -8,6 +8,7 @@
     KEYS[1] round  (hash)  cmx:{t}:round:<RND>
     KEYS[2] proven (hash)  position -> key proven a hit
     KEYS[3] locks  (hash)  position -> key locked
+    KEYS[4] player (hash)  cmx:{t}:player:<PLR>
 
     ARGV[1] position (0-based, validated by the caller)
 
@@ -16,10 +17,12 @@
     {-1, '' }   no such round
     {-2, '' }   no scored guess proved that position; nothing changed
     {-3, '' }   the round is closed; nothing changed
+    {-4, '' }   no such player
 ]]
-local roundKey, provenKey, locksKey = KEYS[1], KEYS[2], KEYS[3]
+local roundKey, provenKey, locksKey, playerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local position = ARGV[1]
 
+if redis.call('EXISTS', playerKey) == 0 then return {-4, ''} end
 local round = redis.call('HMGET', roundKey, 'status', 'closes')
 if not round[1] then return {-1, ''} end
 local t = redis.call('TIME')
