@@ -22,6 +22,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from codemojex import locks as lock_rules
 from codemojex.engine import Feedback
@@ -126,6 +127,40 @@ _REASONS = {
 }
 
 
+def submit_call(
+    game: Game, job: str, round_id: str, player_id: str, guess: Sequence[str]
+) -> tuple[list[str], list[Any]]:
+    """Keys and args of one submit.lua call (shared with the benchmark); ids are checked by the builders."""
+    bus_keys, keys = game.bus.keys, game.keys
+    return (
+        [
+            bus_keys.job(job),
+            bus_keys.lane(player_id),
+            bus_keys.ring,
+            bus_keys.delayed,
+            bus_keys.wake,
+            bus_keys.stats,
+            bus_keys.waiting,
+            keys.round(round_id),
+            keys.player(player_id),
+            keys.wallet(player_id),
+            keys.ledger(player_id),
+            keys.quota(round_id),
+            keys.submitted(round_id, player_id),
+            keys.charges(round_id),
+            keys.standing(round_id),
+        ],
+        [
+            job,
+            player_id,
+            encode_payload(round_id, player_id, guess),
+            game.settings.max_attempts,
+            game.bus.settings.wake_cap,
+            game.settings.max_queued,
+        ],
+    )
+
+
 async def submit(
     game: Game,
     round_id: str,
@@ -154,36 +189,7 @@ async def submit(
         keys_of_guess = parse_guess(guess, the_round.keyboard, locks, length=the_round.length)
     except InvalidGuess as exc:
         return _refused(Refusal.BAD_GUESS, str(exc), job, exc.problem)
-    payload = encode_payload(round_id, player_id, keys_of_guess)
-    bus_keys, keys = game.bus.keys, game.keys
-    reply = await game.run(
-        "submit",
-        [
-            bus_keys.job(job),
-            bus_keys.lane(player_id),
-            bus_keys.ring,
-            bus_keys.delayed,
-            bus_keys.wake,
-            bus_keys.stats,
-            bus_keys.waiting,
-            keys.round(round_id),
-            keys.player(player_id),
-            keys.wallet(player_id),
-            keys.ledger(player_id),
-            keys.quota(round_id),
-            keys.submitted(round_id, player_id),
-            keys.charges(round_id),
-            keys.standing(round_id),
-        ],
-        [
-            job,
-            player_id,
-            payload,
-            game.settings.max_attempts,
-            game.bus.settings.wake_cap,
-            game.settings.max_queued,
-        ],
-    )
+    reply = await game.run("submit", *submit_call(game, job, round_id, player_id, keys_of_guess))
     code = int(reply[0])
     if code == 1:
         return Submission(Outcome.ADMITTED, job, keys_of_guess, _charge(reply[2]))

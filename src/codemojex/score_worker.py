@@ -19,17 +19,54 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from codemojex import faults
-from codemojex.engine import score
+from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError
 from codemojex.game import Game, translate_errors
-from codemojex.guesses import decode_payload
+from codemojex.guesses import GuessJob, decode_payload
 from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
-from echomq import Finish, Job, Permanent
+from echomq import Claim, Finish, Job, Permanent
 
 log = logging.getLogger("codemojex.score_worker")
+
+
+def score_call(
+    game: Game, claim: Claim, request: GuessJob, feedback: Feedback, *, finish: bool = True
+) -> tuple[list[str], list[Any]]:
+    """Keys and args of one score.lua call for ``claim`` (shared with the benchmark and the tests)."""
+    keys, bus_keys = game.keys, game.bus.keys
+    guess_id = guess_of(claim.job)
+    return (
+        [
+            bus_keys.job(claim.job),
+            bus_keys.active,
+            bus_keys.done,
+            bus_keys.stats,
+            keys.guess(guess_id),
+            keys.standing(request.round),
+            keys.board(request.round),
+            keys.proven(request.round, request.player),
+            keys.scored(request.round),
+            keys.events(request.round),
+        ],
+        [
+            claim.job,
+            claim.token,
+            guess_id,
+            request.round,
+            request.player,
+            json.dumps(list(request.guess), ensure_ascii=False),
+            feedback.code(),
+            feedback.hits,
+            feedback.nears,
+            len(feedback.marks),
+            1 if finish else 0,
+            game.settings.events_cap,
+        ],
+    )
 
 
 async def handle(game: Game, job: Job) -> Finish:
@@ -57,37 +94,7 @@ async def handle(game: Game, job: Job) -> Finish:
     if faults.armed("score.before_effect"):
         faults.stall()  # the fault point: a worker stalled past its lease, then resumed
     split = faults.armed("score.after_effect")
-    bus_keys = game.bus.keys
-    guess_id = guess_of(job.id)
-    reply = await game.run(
-        "score",
-        [
-            bus_keys.job(job.id),
-            bus_keys.active,
-            bus_keys.done,
-            bus_keys.stats,
-            keys.guess(guess_id),
-            keys.standing(request.round),
-            keys.board(request.round),
-            keys.proven(request.round, request.player),
-            keys.scored(request.round),
-            keys.events(request.round),
-        ],
-        [
-            job.id,
-            job.attempt,
-            guess_id,
-            request.round,
-            request.player,
-            json.dumps(list(request.guess), ensure_ascii=False),
-            feedback.code(),
-            feedback.hits,
-            feedback.nears,
-            length,
-            0 if split else 1,
-            game.settings.events_cap,
-        ],
-    )
+    reply = await game.run("score", *score_call(game, job.claim, request, feedback, finish=not split))
     code = int(reply[0])
     if code == 2:
         faults.crash()  # the fault point: effect written, acknowledgement never sent

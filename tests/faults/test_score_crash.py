@@ -36,6 +36,24 @@ def score_worker_process(url: str, tag: str, *, faults: str = "") -> subprocess.
     )  # fmt: skip
 
 
+def crashed(proc: subprocess.Popen[str]) -> int:
+    """Wait for a worker armed to crash to die; its exit code (always reaped)."""
+    try:
+        return proc.wait(60)
+    finally:
+        stop_process(proc)
+
+
+def stopped(proc: subprocess.Popen[str]) -> int:
+    """Stop a worker with SIGTERM (a graceful shutdown) and return its exit code (always reaped)."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)  # a stopped process takes its SIGTERM once it runs
+        return proc.wait(30)
+    finally:
+        stop_process(proc)
+
+
 @pytest.mark.slow
 async def test_killed_after_the_effect_before_the_ack_the_guess_is_scored_once(
     redis_server, tag, game, the_round, player, game_probe
@@ -43,11 +61,7 @@ async def test_killed_after_the_effect_before_the_ack_the_guess_is_scored_once(
     """SIGKILL between effect and ack: one record, one counted attempt, done on the second delivery."""
     submitted = await guesses.submit(game, the_round.id, player.id, text(SECRET))
     first = score_worker_process(redis_server.url, tag, faults="score.after_effect")
-    try:
-        first.wait(60)
-    finally:
-        stop_process(first)
-    assert first.returncode == -signal.SIGKILL
+    assert crashed(first) == -signal.SIGKILL
 
     # The effect landed, the acknowledgement never did: the job is still active under its first claim.
     info = await game.bus.inspect(submitted.job)
@@ -62,11 +76,8 @@ async def test_killed_after_the_effect_before_the_ack_the_guess_is_scored_once(
             return (await game.bus.inspect(submitted.job)).state.value == "done"
 
         await eventually(done, 60, "the redelivered job completed")
-        second.send_signal(signal.SIGTERM)
-        second.wait(30)
     finally:
-        stop_process(second)
-    assert second.returncode == 0
+        assert stopped(second) == 0
 
     info = await game.bus.inspect(submitted.job)
     assert info.attempts == 2  # delivered twice
@@ -92,11 +103,7 @@ async def test_a_crash_mid_stream_loses_no_guess_and_scores_none_twice(redis_ser
     assert len(admitted) == 40  # 5 guesses each: 3 tickets + 2 x 5 coins
 
     first = score_worker_process(redis_server.url, tag, faults="score.after_effect")
-    try:
-        first.wait(60)
-    finally:
-        stop_process(first)
-    assert first.returncode == -signal.SIGKILL
+    assert crashed(first) == -signal.SIGKILL
     second = score_worker_process(redis_server.url, tag)
     try:
         await eventually(lambda: len(game_probe.records(the_round.id)) == 40, 60, "all 40 scored")
@@ -106,9 +113,7 @@ async def test_a_crash_mid_stream_loses_no_guess_and_scores_none_twice(redis_ser
 
         await eventually(all_done, 60, "all 40 jobs done")
     finally:
-        second.send_signal(signal.SIGTERM)
-        second.wait(30)
-        stop_process(second)
+        assert stopped(second) == 0
 
     assert sorted(game_probe.records(the_round.id)) == sorted(guess_of(job) for job in admitted)
     debits = []
@@ -137,9 +142,7 @@ async def test_a_stalled_worker_resumed_after_its_lease_was_reclaimed_is_stale_a
 
             await eventually(done, 60, "the reclaimed job completed by the second worker")
         finally:
-            second.send_signal(signal.SIGTERM)
-            second.wait(30)
-            stop_process(second)
+            assert stopped(second) == 0
         stale_before = game_probe.bus.counters().get("stale", 0)
         stalled.send_signal(signal.SIGCONT)
         await eventually(
@@ -147,10 +150,8 @@ async def test_a_stalled_worker_resumed_after_its_lease_was_reclaimed_is_stale_a
             60,
             "the resumed run refused",
         )
-        stalled.send_signal(signal.SIGTERM)
-        stalled.wait(30)
     finally:
-        stop_process(stalled)
+        assert stopped(stalled) == 0
     assert game_probe.records(the_round.id) == [guess_of(submitted.job)]
     standing = game_probe.standing(the_round.id, player.id)
     assert (standing.solved, standing.attempts) == (True, 1)

@@ -7,16 +7,16 @@ redelivered job runs as a no-op against the record; a finisher whose lease was r
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 
 import pytest
 
 from codemojex import guesses, score_worker, wallet
-from codemojex.guesses import Outcome
+from codemojex.engine import score
+from codemojex.guesses import Outcome, decode_payload
 from codemojex.keys import guess_of
-from echomq import Finish, Job, Worker, ids
+from echomq import Finish, Worker, ids
 from tests.support.game import SECRET, claim_job, text
 from tests.support.workers import eventually, running
 
@@ -63,9 +63,9 @@ async def test_a_redelivered_job_runs_as_a_no_op_against_its_record(game, the_ro
     submission = await guesses.submit(game, the_round.id, player.id, text(GUESS))
     first = await claim_job(game.bus, lease_ms=60_000)
     # The first delivery's effect without its completion: what a crash between the two leaves.
+    request, feedback = decode_payload(first.payload), score(SECRET, GUESS)
     scored = await game.run(
-        "score",
-        *_score_call(game, first, the_round.id, player.id, finish=False),
+        "score", *score_worker.score_call(game, first.claim, request, feedback, finish=False)
     )
     assert list(scored) == [2, 1]
     game_probe.bus.expire(first.id)
@@ -79,23 +79,6 @@ async def test_a_redelivered_job_runs_as_a_no_op_against_its_record(game, the_ro
     assert game_probe.standing(the_round.id, player.id).attempts == 1
     assert (await game.bus.inspect(submission.job)).state.value == "done"
     assert len(game_probe.events(the_round.id)) == 1
-
-
-def _score_call(game, job: Job, round_id: str, player_id: str, *, finish: bool):
-    """The keys and args score.lua takes, for driving it one step at a time in a test."""
-    keys, bus_keys = game.keys, game.bus.keys
-    guess_id = guess_of(job.id)
-    return (
-        [
-            bus_keys.job(job.id), bus_keys.active, bus_keys.done, bus_keys.stats,
-            keys.guess(guess_id), keys.standing(round_id), keys.board(round_id),
-            keys.proven(round_id, player_id), keys.scored(round_id), keys.events(round_id),
-        ],
-        [
-            job.id, job.attempt, guess_id, round_id, player_id,
-            json.dumps(list(GUESS), ensure_ascii=False), "HHNN--", 2, 2, 6, 1 if finish else 0, 100,
-        ],
-    )  # fmt: skip
 
 
 # A finisher from another process that knows only the reaped claim's token.
