@@ -1,0 +1,42 @@
+"""The game on a real three-node Redis Cluster: its keys share the bus's hash tag, so submit.lua and
+score.lua (game keys and queue keys together) run whole on the node that owns the tag."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemojex import guesses, leaderboard, players, rounds, score_worker, wallet
+from codemojex.game import Game
+from codemojex.guesses import Outcome
+from codemojex.keys import guess_of
+from echomq import Worker
+from echomq.server import RedisClusterProcesses
+from tests.support.game import KEYBOARD, SECRET, text
+from tests.support.workers import eventually, running
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with RedisClusterProcesses(3) as nodes:
+        yield nodes
+
+
+@pytest.mark.parametrize("tag", ["cm", "game-7"])
+async def test_a_round_is_played_whole_on_a_cluster(cluster, tag):
+    """Open, register, submit (and a duplicate), score by a worker, board and wallet, all on a cluster."""
+    async with Game.from_url(f"redis://127.0.0.1:{cluster.ports[0]}/0", tag=tag, cluster=True) as game:
+        the_round = await rounds.open_round(game, keyboard=list(KEYBOARD), secret=list(SECRET))
+        ada = await players.register(game, "Ada")
+        first = await guesses.submit(game, the_round.id, ada.id, text(SECRET))
+        again = await guesses.submit(game, the_round.id, ada.id, text(SECRET), job_id=first.job)
+        assert (first.outcome, again.outcome) == (Outcome.ADMITTED, Outcome.DUPLICATE)
+        async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+            await eventually(lambda: worker.processed == 1, 30, "scored on the cluster")
+        record = await guesses.get_guess(game, guess_of(first.job))
+        assert record is not None
+        assert record.feedback.solved
+        board = await leaderboard.read_board(game, the_round.id)
+        assert [(entry.name, entry.standing.solved) for entry in board] == [("Ada", True)]
+        held = await wallet.read_wallet(game, ada.id)
+        assert held.balances == {"coin": 50, "ticket": 2}
+        assert wallet.reconcile(held) == []
