@@ -12,8 +12,8 @@ a full queue, a solved player, an idempotency conflict). A refusal charged nothi
 Ill-formed ids raise :class:`~codemojex.errors.InvalidId`; an unknown round or player raises
 :class:`~codemojex.errors.UnknownRound` / :class:`~codemojex.errors.UnknownPlayer`.
 
-The host and the score worker meet only through the job's payload: the canonical JSON of
-``{"v": 1, "round": RND, "player": PLR, "guess": [six keys]}`` (:func:`encode_payload`).
+The host and the score worker meet only through the job's payload (:mod:`codemojex.payload`): neither
+module imports the other.
 """
 
 from __future__ import annotations
@@ -26,14 +26,13 @@ from typing import Any
 
 from codemojex import locks as lock_rules
 from codemojex.engine import Feedback
-from codemojex.errors import InvalidGuess, InvalidPayload, ScriptError, UnknownPlayer, UnknownRound
+from codemojex.errors import InvalidGuess, ScriptError, UnknownPlayer, UnknownRound
 from codemojex.game import Game, check_int, translate_errors
 from codemojex.keyboard import parse_guess
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
+from codemojex.payload import decode_payload, encode_payload
 from codemojex.rounds import round_from_row
 from echomq import JobState, ids
-
-PAYLOAD_VERSION = 1
 
 
 class Outcome(StrEnum):
@@ -69,41 +68,6 @@ class Submission:
     def accepted(self) -> bool:
         """Admitted now or before: the guess will be (or was) scored once."""
         return self.outcome is not Outcome.REFUSED
-
-
-def encode_payload(round_id: str, player_id: str, guess: Sequence[str]) -> bytes:
-    """The job payload: canonical (sorted keys, no spaces, UTF-8), so a retry is byte-identical."""
-    body = {"v": PAYLOAD_VERSION, "round": round_id, "player": player_id, "guess": list(guess)}
-    return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
-
-
-@dataclass(frozen=True, slots=True)
-class GuessJob:
-    """A decoded job payload."""
-
-    round: str
-    player: str
-    guess: tuple[str, ...]
-
-
-def decode_payload(payload: bytes) -> GuessJob:
-    """Read a guess job's payload; :class:`InvalidPayload` for anything :func:`encode_payload` would not
-    write (the score worker dead-letters such a job)."""
-    try:
-        data = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidPayload(f"a guess payload is JSON: {exc}") from None
-    if not isinstance(data, dict) or set(data) != {"v", "round", "player", "guess"}:
-        raise InvalidPayload("a guess payload has exactly v, round, player and guess")
-    if data["v"] != PAYLOAD_VERSION:
-        raise InvalidPayload(f"a guess payload of version {data['v']!r} (this worker reads 1)")
-    guess = data["guess"]
-    if not isinstance(guess, list) or not all(isinstance(key, str) and key for key in guess):
-        raise InvalidPayload("a guess payload's guess is a list of keys")
-    try:
-        return GuessJob(check_id(data["round"], ROUND), check_id(data["player"], PLAYER), tuple(guess))
-    except ValueError as exc:
-        raise InvalidPayload(f"a guess payload names ill-formed ids: {exc}") from None
 
 
 def _refused(refusal: Refusal, detail: str, job: str | None = None, problem: str = "") -> Submission:

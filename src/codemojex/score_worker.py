@@ -25,9 +25,9 @@ from codemojex import faults
 from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError
 from codemojex.game import Game, translate_errors
-from codemojex.guesses import GuessJob, decode_payload
 from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
+from codemojex.payload import GuessJob, decode_payload
 from echomq import Claim, Finish, Job, Permanent
 
 log = logging.getLogger("codemojex.score_worker")

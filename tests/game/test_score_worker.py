@@ -7,7 +7,7 @@ import pytest
 
 from codemojex import guesses, score_worker
 from codemojex.errors import InvalidPayload
-from codemojex.guesses import decode_payload, encode_payload
+from codemojex.payload import decode_payload, encode_payload
 from codemojex.keys import guess_of
 from echomq import Worker, ids
 from tests.support.game import SECRET, text
