@@ -21,9 +21,10 @@ from pathlib import Path
 
 import redis
 
+from bench import game
 from echomq import Bus, NewJob, ids, jobs, lanes
-from echomq.scripts import SyncScripts
 from echomq.keyspace import Keyspace
+from echomq.scripts import SyncScripts
 from echomq.server import CommandMonitor, RedisProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,6 +223,7 @@ def main() -> None:
     parser.add_argument("--latency-samples", type=int, default=300)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--concurrency", type=int, default=200)
+    game.add_arguments(parser)
     args = parser.parse_args()
     n = args.jobs
     with RedisProcess(appendonly=True, appendfsync="everysec") as server:
@@ -239,6 +241,7 @@ def main() -> None:
         drain2 = drain(url, "drain-2", n, 2, args.concurrency)
         lat50, lat99 = asyncio.run(pickup_latency(url, "latency", args.latency_samples))
         client.close()
+    game_figures = game.from_arguments(args)  # the game loop, in the same run, on a server of its own
     idle = idle_commands_per_minute(args.idle_seconds)
     rows = [
         ("enqueue, one by one (jobs/s)", single, lim_serial, "raw enqueue.lua, one per round trip"),
@@ -254,12 +257,14 @@ def main() -> None:
     print("|---|---:|---:|---:|---|")
     for name, value, limit, how in rows:
         print(f"| {name} | {value:,.2f} | {limit:,.2f} | {value / limit:.2f} | {how} |")
+    game.print_table(game_figures)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "redis_version": version,
         "jobs": n,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "rows": [{"figure": r[0], "value": r[1], "limit": r[2], "limit_as": r[3]} for r in rows],
+        "game": game.to_json(game_figures),
     }
     (RESULTS / "queue-latest.json").write_text(json.dumps(out, indent=2))
     print(f"\n(saved to {RESULTS.relative_to(ROOT) / 'queue-latest.json'})")

@@ -700,9 +700,16 @@ def _url(args: argparse.Namespace) -> str:
     return url or env_redis_url()
 
 
+def _pool_size(args: argparse.Namespace) -> int | None:
+    """A worker's handlers each hold a connection, beside its claims and completions: size the pool for
+    them (redis-py's default of 100 fails calls past it instead of waiting)."""
+    concurrency = getattr(args, "concurrency", None)
+    return None if concurrency is None else 2 * int(concurrency) + 16
+
+
 async def _run(args: argparse.Namespace) -> Result:
     try:
-        game = Game.from_url(_url(args), tag=args.tag)
+        game = Game.from_url(_url(args), tag=args.tag, max_connections=_pool_size(args))
     except (EchoMQError, CodemojexError):
         raise
     except ValueError as exc:  # redis-py cannot read the URL

@@ -163,10 +163,13 @@ class Game:
         bus_settings: Settings | None = None,
         *,
         cluster: bool = False,
+        max_connections: int | None = None,
     ) -> Game:
         """A game on a new bus for ``url``; ``cluster=True`` for a Redis Cluster (every key of one game
-        shares the bus's hash tag, so each script runs on the node owning that slot)."""
-        return cls(Bus.from_url(url, tag, bus_settings, cluster=cluster), settings)
+        shares the bus's hash tag, so each script runs on the node owning that slot). ``max_connections``
+        sizes the pool (see :meth:`echomq.Bus.from_url`); a score worker needs about two per slot."""
+        bus = Bus.from_url(url, tag, bus_settings, cluster=cluster, max_connections=max_connections)
+        return cls(bus, settings)
 
     @property
     def redis(self) -> Any:

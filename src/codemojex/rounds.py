@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
@@ -120,6 +121,13 @@ async def open_round(
     return await get_round(game, round_id)
 
 
+@lru_cache(maxsize=256)
+def keyboard_of(stored: bytes) -> kb.Keyboard:
+    """The keyboard a round row stores (JSON), validated once per distinct keyboard (submit reads it on
+    every guess; a Keyboard is immutable, so one instance serves every caller)."""
+    return kb.Keyboard.of(json.loads(stored))
+
+
 def round_from_row(round_id: str, row: dict[bytes, bytes]) -> Round:
     def opt(field: bytes) -> int | None:
         value = int(row.get(field, b"0"))
@@ -127,7 +135,7 @@ def round_from_row(round_id: str, row: dict[bytes, bytes]) -> Round:
 
     return Round(
         id=round_id,
-        keyboard=kb.Keyboard.of(json.loads(row[b"keyboard"])),
+        keyboard=keyboard_of(row[b"keyboard"]),
         length=int(row[b"length"]),
         prices=decode_prices(row[b"prices"].decode()),
         created_ms=int(row[b"created"]),

@@ -25,9 +25,9 @@ from codemojex import faults
 from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError
 from codemojex.game import Game, translate_errors
-from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
 from codemojex.payload import GuessJob, decode_payload
+from codemojex.rounds import keyboard_of
 from echomq import Claim, Finish, Job, Permanent
 
 log = logging.getLogger("codemojex.score_worker")
@@ -85,7 +85,7 @@ async def handle(game: Game, job: Job) -> Finish:
         (keyboard_json, length_text), secret_json = await pipe.execute()
     if keyboard_json is None or secret_json is None:
         raise Permanent(f"no round {request.round}")
-    keyboard = Keyboard.of(json.loads(keyboard_json))
+    keyboard = keyboard_of(keyboard_json)
     secret = tuple(json.loads(secret_json))
     length = int(length_text)
     if len(request.guess) != length or any(key not in keyboard for key in request.guess):

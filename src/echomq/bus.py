@@ -66,13 +66,26 @@ class Bus:
 
     @classmethod
     def from_url(
-        cls, url: str, tag: str = DEFAULT_TAG, settings: Settings | None = None, *, cluster: bool = False
+        cls,
+        url: str,
+        tag: str = DEFAULT_TAG,
+        settings: Settings | None = None,
+        *,
+        cluster: bool = False,
+        max_connections: int | None = None,
     ) -> Bus:
         """A bus on a new client for ``url`` (``redis://``, ``rediss://`` or ``unix://``); with
-        ``cluster=True`` a cluster client that discovers the other nodes from that one."""
+        ``cluster=True`` a cluster client that discovers the other nodes from that one.
+
+        ``max_connections`` sizes the client's pool (per node on a cluster; redis-py's default is 100,
+        and a call past it fails at once rather than waiting): give at least the number of concurrent
+        callers, e.g. a worker's concurrency when its handler uses Redis too."""
+        options: dict[str, Any] = {"decode_responses": False}
+        if max_connections is not None:
+            options["max_connections"] = check_int("max_connections", max_connections, 1, 100_000)
         if cluster:
-            return cls(RedisCluster.from_url(url, decode_responses=False), tag, settings)
-        return cls(Redis.from_url(url, decode_responses=False), tag, settings)
+            return cls(RedisCluster.from_url(url, **options), tag, settings)
+        return cls(Redis.from_url(url, **options), tag, settings)
 
     @property
     def is_cluster(self) -> bool:
