@@ -600,6 +600,12 @@ def _parser() -> argparse.ArgumentParser:
             "--json", action="store_true", default=default, help="print one JSON document on stdout"
         )
         target.add_argument(
+            "--cluster",
+            action="store_true",
+            default=default,
+            help="the URL names one node of a Redis Cluster (the client discovers the others)",
+        )
+        target.add_argument(
             "--log-level",
             default="INFO" if is_global else default,
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -709,7 +715,7 @@ def _pool_size(args: argparse.Namespace) -> int | None:
 
 async def _run(args: argparse.Namespace) -> Result:
     try:
-        game = Game.from_url(_url(args), tag=args.tag, max_connections=_pool_size(args))
+        game = Game.from_url(_url(args), tag=args.tag, cluster=args.cluster, max_connections=_pool_size(args))
     except (EchoMQError, CodemojexError):
         raise
     except ValueError as exc:  # redis-py cannot read the URL

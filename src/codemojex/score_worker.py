@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
+from collections.abc import MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from codemojex import faults
 from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError
 from codemojex.game import Game, translate_errors
+from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
 from codemojex.payload import GuessJob, decode_payload
 from codemojex.rounds import keyboard_of
@@ -69,25 +73,43 @@ def score_call(
     )
 
 
-async def handle(game: Game, job: Job) -> Finish:
-    """Score one guess job and complete it, atomically; see the module doc."""
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What scoring needs of a round; it never changes once the round is open, so a worker keeps it."""
+
+    keyboard: Keyboard
+    secret: tuple[str, ...]
+    length: int
+
+
+async def read_rules(game: Game, round_id: str) -> Rules:
+    """The round's keyboard, secret and length; :class:`Permanent` if there is no such round."""
+    keys = game.keys
+    with translate_errors():
+        pipe = game.redis.pipeline(transaction=False)
+        pipe.hmget(keys.round(round_id), "keyboard", "length")
+        pipe.get(keys.secret(round_id))
+        (keyboard_json, length_text), secret_json = await pipe.execute()
+    if keyboard_json is None or secret_json is None:
+        raise Permanent(f"no round {round_id}")
+    return Rules(keyboard_of(keyboard_json), tuple(json.loads(secret_json)), int(length_text))
+
+
+async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None = None) -> Finish:
+    """Score one guess job and complete it, atomically; see the module doc. ``rules`` caches each
+    round's :class:`Rules` across jobs (a round's keyboard and secret never change)."""
     try:
         request = decode_payload(job.payload)
     except InvalidPayload as exc:
         raise Permanent(str(exc)) from None
     if request.player != job.lane:
         raise Permanent(f"the guess of {request.player} came on lane {job.lane}")
-    keys = game.keys
-    with translate_errors():
-        pipe = game.redis.pipeline(transaction=False)
-        pipe.hmget(keys.round(request.round), "keyboard", "length")
-        pipe.get(keys.secret(request.round))
-        (keyboard_json, length_text), secret_json = await pipe.execute()
-    if keyboard_json is None or secret_json is None:
-        raise Permanent(f"no round {request.round}")
-    keyboard = keyboard_of(keyboard_json)
-    secret = tuple(json.loads(secret_json))
-    length = int(length_text)
+    known = rules.get(request.round) if rules is not None else None
+    if known is None:
+        known = await read_rules(game, request.round)
+        if rules is not None:
+            rules[request.round] = known
+    keyboard, secret, length = known.keyboard, known.secret, known.length
     if len(request.guess) != length or any(key not in keyboard for key in request.guess):
         raise Permanent(f"the guess {''.join(request.guess)!r} is not {length} keys of the round's keyboard")
     feedback = score(secret, request.guess)
@@ -107,10 +129,29 @@ async def handle(game: Game, job: Job) -> Finish:
 
 
 class ScoreWorker:
-    """``ScoreWorker(game).handle`` is the handler to give an :class:`echomq.Worker`."""
+    """``ScoreWorker(game).handle`` is the handler to give an :class:`echomq.Worker`; it keeps the rules
+    of the latest rounds it scored (at most :data:`RULES_KEPT`), so a job costs one script call."""
 
     def __init__(self, game: Game) -> None:
         self.game = game
+        self.rules: _Recent = _Recent(RULES_KEPT)
 
     async def handle(self, job: Job) -> Finish:
-        return await handle(self.game, job)
+        return await handle(self.game, job, self.rules)
+
+
+RULES_KEPT = 64
+
+
+class _Recent(OrderedDict[str, Rules]):
+    """A mapping that forgets its least recently set entries past ``size``."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key: str, value: Rules) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)

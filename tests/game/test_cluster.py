@@ -3,6 +3,10 @@ score.lua (game keys and queue keys together) run whole on the node that owns th
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from codemojex import guesses, leaderboard, players, rounds, score_worker, wallet
@@ -12,7 +16,7 @@ from codemojex.keys import guess_of
 from echomq import Worker
 from echomq.server import RedisClusterProcesses
 from tests.support.game import KEYBOARD, SECRET, text
-from tests.support.workers import eventually, running
+from tests.support.workers import ROOT, eventually, running
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +44,23 @@ async def test_a_round_is_played_whole_on_a_cluster(cluster, tag):
         held = await wallet.read_wallet(game, ada.id)
         assert held.balances == {"coin": 50, "ticket": 2}
         assert wallet.reconcile(held) == []
+
+
+def test_the_cli_plays_on_a_cluster(cluster):
+    """`codemojex --cluster` opens a round, registers, guesses and reads the wallet through one node."""
+    url = f"redis://127.0.0.1:{cluster.ports[1]}/0"
+
+    def cli(*args: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-m", "codemojex.cli", "--redis-url", url, "--cluster", "--tag", "t42", "--json",
+             *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    the_round = cli("round", "open", "--keyboard", "".join(KEYBOARD))
+    ada = cli("player", "new", "Ada")
+    guess = cli("guess", the_round["id"], ada["id"], text(SECRET))
+    assert guess["outcome"] == "admitted"
+    assert cli("wallet", ada["id"])["balances"] == {"coin": 50, "ticket": 2}

@@ -15,8 +15,8 @@ import pytest
 from codemojex import guesses, score_worker, wallet
 from codemojex.engine import score
 from codemojex.guesses import Outcome
-from codemojex.payload import decode_payload
 from codemojex.keys import guess_of
+from codemojex.payload import decode_payload
 from echomq import Finish, Worker, ids
 from tests.support.game import SECRET, claim_job, text
 from tests.support.workers import eventually, running

@@ -7,9 +7,9 @@ import pytest
 
 from codemojex import guesses, score_worker
 from codemojex.errors import InvalidPayload
-from codemojex.payload import decode_payload, encode_payload
 from codemojex.keys import guess_of
-from echomq import Worker, ids
+from codemojex.payload import decode_payload, encode_payload
+from echomq import Finish, Job, Worker, ids
 from tests.support.game import SECRET, text
 from tests.support.workers import eventually, running
 
@@ -101,3 +101,17 @@ def test_the_payload_is_canonical_and_round_trips():
         decode_payload(
             b'{"guess":[""],"player":"' + plr.encode() + b'","round":"' + rnd.encode() + b'","v":1}'
         )
+
+
+async def test_a_score_worker_keeps_the_rules_of_the_rounds_it_scored(game, the_round, player):
+    """After one job the round's keyboard and secret are kept; the cache forgets the oldest past its size."""
+    scorer = score_worker.ScoreWorker(game)
+    await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    claims = await game.bus.claim(1)
+    assert await scorer.handle(Job(claims[0])) is Finish.DONE
+    assert scorer.rules[the_round.id].secret == SECRET
+    assert scorer.rules[the_round.id].keyboard == the_round.keyboard
+    recent = score_worker._Recent(2)
+    for name in ("a", "b", "c"):
+        recent[name] = scorer.rules[the_round.id]
+    assert list(recent) == ["b", "c"]
