@@ -1,4 +1,4 @@
-"""Only type-checked (``mypy --strict tests/typing``), never run: the README's game example must type-check."""
+"""Only type-checked (``mypy --strict tests/typing``), never run: the README's game example type-checks."""
 
 from __future__ import annotations
 

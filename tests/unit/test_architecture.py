@@ -37,4 +37,3 @@ def test_the_host_and_the_score_worker_do_not_import_each_other():
     assert "codemojex.guesses" not in worker
     assert "codemojex.payload" in host
     assert "codemojex.payload" in worker
-
