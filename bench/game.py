@@ -35,6 +35,7 @@ import redis
 import redis.asyncio
 from redis.asyncio import Redis as AsyncRedis
 
+from bench.processes import stop
 from codemojex import players as game_players
 from codemojex import rounds, score_worker, wallet
 from codemojex.engine import score
@@ -252,16 +253,6 @@ def _worker(a: Arena, concurrency: int, log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
 
 
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def _check_alive(procs: list[subprocess.Popen[bytes]], log: Path) -> None:
     for proc in procs:
         if proc.poll() is not None:
@@ -287,7 +278,7 @@ def scored(a: Arena, count: int, processes: int, concurrency: int, logs: Path) -
             time.sleep(0.02)
         wall = time.perf_counter() - started
     finally:
-        _stop(procs)
+        stop(procs)
     first, last = None, 0
     members = [m.decode() for m in client.zrange(a.bus_keys.done, 0, -1)]
     for i in range(0, len(members), PIPELINE):
@@ -343,7 +334,7 @@ async def latency(a: Arena, samples: int, concurrency: int, logs: Path) -> tuple
                 times.append((time.perf_counter_ns() - t0) / 1e6)
             _check_alive([proc], log)
     finally:
-        _stop([proc])
+        stop([proc])
     return _pct(times, 50), _pct(times, 99)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import redis
 
 from bench import game
+from bench.processes import stop
 from echomq import Bus, NewJob, ids, jobs, lanes
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
@@ -128,16 +129,6 @@ def _worker(url: str, tag: str, handler: str, concurrency: int) -> subprocess.Po
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def drain(url: str, tag: str, count: int, processes: int, concurrency: int) -> float:
     """Pre-fill ``count`` jobs, start the worker processes, and time first claim to last finish.
 
@@ -154,7 +145,7 @@ def drain(url: str, tag: str, count: int, processes: int, concurrency: int) -> f
                 raise RuntimeError("drain did not finish in 300 s")
             time.sleep(0.05)
     finally:
-        _stop(procs)
+        stop(procs)
     first, last = None, 0
     members = [m.decode() for m in client.zrange(keys.done, 0, -1)]
     for i in range(0, len(members), PIPELINE):
@@ -187,7 +178,7 @@ async def pickup_latency(url: str, tag: str, samples: int) -> tuple[float, float
             assert info is not None
             latencies.append((int(info) - t0) / 1e6)
     finally:
-        _stop([proc])
+        stop([proc])
         await bus.aclose()
     return _pct(latencies, 50), _pct(latencies, 99)
 
@@ -213,7 +204,7 @@ def idle_commands_per_minute(seconds: float) -> float:
             time.sleep(seconds)
             sent = monitor.close()
         finally:
-            _stop([proc])
+            stop([proc])
     return len(sent) * 60 / seconds
 
 
