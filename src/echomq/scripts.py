@@ -20,7 +20,10 @@ helpers that take keys and values as parameters and never read ``KEYS`` or ``ARG
   refusal reply) and ``complete_job(...)`` (active -> done), the two halves of ``complete.lua``.
 
 They are EchoMQ's public Lua API for an application whose script does its effect and the fenced
-completion in one step (codemojex's score script does), so no window exists between the two. Keys of
+completion in one step (codemojex's score script does), so no window exists between the two. One
+package alone would not need an include step; two packages whose scripts must admit and finish a job
+exactly as the queue does would otherwise copy those lines and let them drift, so this one line-level
+substitution (no templating, no build step) is the lesser evil. Keys of
 the application must share the bus's hash tag to be touched by the same script on a cluster.
 """
 

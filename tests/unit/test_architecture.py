@@ -4,6 +4,9 @@ only through the job payload; the pure game rules import neither Redis nor the q
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +40,29 @@ def test_the_host_and_the_score_worker_do_not_import_each_other():
     assert "codemojex.guesses" not in worker
     assert "codemojex.payload" in host
     assert "codemojex.payload" in worker
+
+
+PURE = ("codemojex.engine", "codemojex.keyboard", "codemojex.ranking", "codemojex.errors")
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_importing_a_pure_game_module_loads_no_redis_and_no_queue(module):
+    """In a fresh interpreter, the pure rules import neither redis nor echomq, even through the package."""
+    loaded = "sorted(m for m in sys.modules if m.split('.')[0] in ('redis', 'echomq'))"
+    probe = f"import sys, {module}; print({loaded})"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_public_names_of_codemojex_resolve_to_their_modules():
+    """Every name in codemojex.__all__ is importable from the package, and it is the module's own."""
+    import codemojex  # noqa: PLC0415  (the package itself is the subject)
+
+    assert sorted(codemojex.__all__) == sorted(codemojex._HOME_OF)
+    for name in codemojex.__all__:
+        value = getattr(codemojex, name)
+        assert value is getattr(importlib.import_module(codemojex._HOME_OF[name]), name)
+    with pytest.raises(AttributeError):
+        _ = codemojex.no_such_name
