@@ -1,0 +1,97 @@
+"""The ``codemojex`` command: open and close rounds, register players, guess, lock, read the board and the
+wallet, and run the score worker. Until a web host arrives, this is how a person plays.
+
+``--redis-url`` (else ``REDIS_URL``, else ``redis://127.0.0.1:6379/0``) selects the server and ``--tag``
+the bus (default ``cm``), as for ``echomq``. ``--json`` makes every command print one JSON document on
+stdout instead of the readable form; the global options may also follow the command.
+
+Exit codes, as ``echomq``'s: 0 done; 1 a thing not found, a refusal (a refused guess, a lock on an
+unproven position, a closed round, a guess not scored within ``--wait``) or Redis unreachable; 2 bad
+input (an ill-formed id, a bad option, a bad keyboard). An error is one line on stderr,
+``codemojex: error: CODE: message``, with nothing on stdout; a refusal is an outcome, printed on stdout
+(in JSON too) like any other. No error ends in a traceback.
+
+This package: :func:`main` (here) parses with :mod:`~.parser`, runs the command's coroutine from
+:mod:`~.commands` or :mod:`~.play`, prints what :mod:`~.render` made of it, and turns an error into its
+line and exit code with :mod:`~.exits`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import logging
+import sys
+from typing import Any
+
+from codemojex.cli.commands import Command, Result
+from codemojex.cli.exits import EXIT_INTERRUPTED, UsageError, explain
+from codemojex.cli.parser import build_parser
+from codemojex.errors import CodemojexError
+from codemojex.game import Game
+from echomq import logs
+from echomq.cli import redis_url as env_redis_url
+from echomq.errors import EchoMQError
+
+__all__ = ["explain", "main"]
+
+
+def _url(args: argparse.Namespace) -> str:
+    url: str | None = args.redis_url
+    return url or env_redis_url()
+
+
+def _pool_size(args: argparse.Namespace) -> int | None:
+    """A worker's handlers each hold a connection, beside its claims and completions: size the pool for
+    them (redis-py's default of 100 fails calls past it instead of waiting)."""
+    concurrency = getattr(args, "concurrency", None)
+    return None if concurrency is None else 2 * int(concurrency) + 16
+
+
+async def _run(args: argparse.Namespace) -> Result:
+    try:
+        game = Game.from_url(_url(args), tag=args.tag, cluster=args.cluster, max_connections=_pool_size(args))
+    except (EchoMQError, CodemojexError):
+        raise
+    except ValueError as exc:  # redis-py cannot read the URL
+        raise UsageError(f"bad Redis URL: {exc}") from None
+    run: Command = args.run
+    async with game:
+        return await run(game, args)
+
+
+def _tolerant(stream: object) -> None:
+    """Never fail on an emoji a terminal's encoding cannot show: escape it instead."""
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``codemojex``; returns the exit code."""
+    _tolerant(sys.stdout)
+    _tolerant(sys.stderr)
+    args = build_parser().parse_args(argv)
+    handler = logs.configure(args.log_level)
+    game_logger = logging.getLogger("codemojex")  # the score worker's own records, in the same form
+    game_logger.addHandler(handler)
+    game_logger.setLevel(args.log_level)
+    try:
+        result = asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001  (the promise: no error ends in a traceback, a bug neither)
+        code, message = explain(exc, _url(args))
+        print(message, file=sys.stderr)
+        return code
+    if args.json:
+        _print_json(result.data)
+    else:
+        for line in result.lines:
+            print(line)
+    return result.code

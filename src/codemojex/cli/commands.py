@@ -1,0 +1,183 @@
+"""The ``codemojex`` commands that run the game and read it: ``round open/close/show/list``, ``player
+new``, ``board``, ``wallet`` and ``worker`` (a player's moves are in :mod:`codemojex.cli.play`); and
+:class:`Result`, what every command returns: the JSON document and the readable lines to print, and the
+exit code. A refusal is a result with exit code 1; an error is raised, for :func:`~.exits.explain`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from codemojex import leaderboard, players, rounds, wallet
+from codemojex.cli.exits import EXIT_OK
+from codemojex.cli.render import fields, keys_text, round_json, round_lines, table, time_text
+from codemojex.errors import NotFound
+from codemojex.game import Game, translate_errors
+from codemojex.score_worker import ScoreWorker
+from echomq.worker import Worker
+
+
+@dataclass(slots=True)
+class Result:
+    """What a command prints: ``data`` with --json, else ``lines``; and its exit code."""
+
+    data: Any
+    lines: list[str] = field(default_factory=list)
+    code: int = EXIT_OK
+
+
+Command = Callable[[Game, argparse.Namespace], Coroutine[Any, Any, Result]]
+
+
+async def round_open(game: Game, args: argparse.Namespace) -> Result:
+    keyboard = None if args.keyboard is None else "".join(args.keyboard.split())
+    the_round = await rounds.open_round(
+        game,
+        keyboard=keyboard,
+        size=args.size,
+        prices=args.prices,
+        delay_s=args.delay,
+        duration_s=args.duration,
+        max_guesses=args.max_guesses,
+    )
+    data = round_json(the_round, await rounds.server_ms(game))
+    return Result(data, round_lines(data, the_round))
+
+
+async def round_close(game: Game, args: argparse.Namespace) -> Result:
+    closed_ms = await rounds.close_round(game, args.round)
+    secret = await rounds.reveal_secret(game, args.round)
+    data = {"id": args.round, "status": "closed", "closed_ms": closed_ms, "secret": list(secret)}
+    lines = fields([("round", args.round), ("closed", time_text(closed_ms)), ("secret", keys_text(secret))])
+    return Result(data, lines)
+
+
+async def round_show(game: Game, args: argparse.Namespace) -> Result:
+    if args.round is None:
+        found = await rounds.current_round(game)
+        if found is None:
+            raise NotFound("no round is open now; name one (codemojex round list)")
+        the_round = found
+    else:
+        the_round = await rounds.get_round(game, args.round)
+    now_ms = await rounds.server_ms(game)
+    data = round_json(the_round, now_ms)
+    with translate_errors():
+        data["players"] = int(await game.redis.zcard(game.keys.board(the_round.id)))
+    closed = the_round.status_at(now_ms) is rounds.RoundStatus.CLOSED
+    data["secret"] = list(await rounds.reveal_secret(game, the_round.id)) if closed else None
+    return Result(data, round_lines(data, the_round))
+
+
+async def round_list(game: Game, args: argparse.Namespace) -> Result:
+    listed = await rounds.list_rounds(game, args.limit)
+    now_ms = await rounds.server_ms(game)
+    data = [round_json(the_round, now_ms) for the_round in listed]
+    if not listed:
+        return Result(data, [f"no rounds on bus {game.bus.tag}"])
+    rows = [
+        [
+            r["id"],
+            r["status"],
+            time_text(r["opens_ms"]),
+            time_text(r["closes_ms"], "when closed"),
+            keys_text(r["keyboard"]),
+        ]
+        for r in data
+    ]
+    return Result(data, table(["round", "status", "opens", "closes", "keyboard"], rows))
+
+
+async def player_new(game: Game, args: argparse.Namespace) -> Result:
+    player = await players.register(game, args.name)
+    purse = await wallet.read_wallet(game, player.id, ledger_limit=1)
+    data = {"id": player.id, "name": player.name, "created_ms": player.created_ms, "wallet": purse.balances}
+    balances = ", ".join(f"{amount} {currency}" for currency, amount in purse.balances.items())
+    lines = fields([("player", player.id), ("name", player.name), ("wallet", balances)])
+    return Result(data, lines)
+
+
+async def board_show(game: Game, args: argparse.Namespace) -> Result:
+    await rounds.get_round(game, args.round)
+    entries = await leaderboard.read_board(game, args.round, args.limit)
+    data = [
+        {
+            "rank": entry.rank,
+            "player": entry.standing.player,
+            "name": entry.name,
+            "solved": entry.standing.solved,
+            "best_hits": entry.standing.best_hits,
+            "best_nears": entry.standing.best_nears,
+            "attempts": entry.standing.attempts,
+            "best_at_ms": entry.standing.best_at_ms,
+        }
+        for entry in entries
+    ]
+    if not data:
+        return Result(data, [f"no scored guesses in round {args.round} yet"])
+    rows = [
+        [
+            row["rank"],
+            row["name"],
+            "yes" if row["solved"] else "no",
+            row["best_hits"],
+            row["best_nears"],
+            row["attempts"],
+            row["player"],
+        ]
+        for row in data
+    ]
+    return Result(data, table(["rank", "name", "solved", "hits", "nears", "attempts", "player"], rows))
+
+
+async def wallet_show(game: Game, args: argparse.Namespace) -> Result:
+    player = await players.get_player(game, args.player)
+    purse = await wallet.read_wallet(game, args.player)  # the whole ledger: reconcile replays it all
+    whole = len(purse.ledger) < wallet.MAX_LEDGER
+    problems = wallet.reconcile(purse) if whole else []
+    shown = purse.ledger[-args.ledger :] if args.ledger else ()
+    data = {
+        "player": args.player,
+        "name": player.name,
+        "balances": purse.balances,
+        "ledger": [asdict(entry) for entry in shown],
+        "ledger_entries": len(purse.ledger) if whole else None,
+        "reconciles": not problems if whole else None,
+        "problems": problems,
+    }
+    lines = [f"{player.name} ({args.player})"]
+    lines += fields([(currency, amount) for currency, amount in purse.balances.items()] or [("(empty)", "")])
+    if shown:
+        lines.append(f"ledger, the last {len(shown)} of {len(purse.ledger)} entries:")
+        rows = [
+            [time_text(e.at_ms), e.currency, f"{e.delta:+d}", e.balance, e.reason, e.job or "-"]
+            for e in shown
+        ]
+        lines += [
+            "  " + line for line in table(["at", "currency", "delta", "balance", "reason", "job"], rows)
+        ]
+    if not whole:
+        lines.append(f"reconciles: not checked (the ledger has {wallet.MAX_LEDGER} entries or more)")
+    elif problems:
+        lines.append("reconciles: NO")
+        lines += [f"  {problem}" for problem in problems]
+    else:
+        lines.append("reconciles: yes")
+    return Result(data, lines)
+
+
+async def worker_run(game: Game, args: argparse.Namespace) -> Result:
+    worker = Worker(
+        game.bus,
+        ScoreWorker(game).handle,
+        concurrency=args.concurrency,
+        lease_ms=args.lease_ms,
+        sweep_every_s=args.sweep_every,
+        grace_s=args.grace,
+    )
+    await worker.run(handle_signals=True)
+    data = {"owner": worker.owner, "tag": game.bus.tag, "counts": asdict(worker.counts)}
+    return Result(data, [])  # the readable record is the log (worker.started ... worker.stopped)

@@ -1,0 +1,211 @@
+"""The ``codemojex`` command line: an argparse parser whose errors are one line (exit code 2), the
+argument types that reject ill-formed input before anything touches Redis, the global options (which
+may also follow a command) and the sub-commands, each bound to its coroutine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from codemojex.cli import commands, play
+from codemojex.cli.commands import Command
+from codemojex.cli.exits import PROG
+from codemojex.engine import LENGTH
+from codemojex.errors import InvalidInput
+from codemojex.game import check_amount, check_currency
+from codemojex.keys import JOB, PLAYER, ROUND, check_id
+from echomq.bus import DEFAULT_TAG
+from echomq.cli import DEFAULT_URL, EXIT_USAGE
+from echomq.worker import SWEEP_PERIOD_S
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+# ---- argparse types: ill-formed input exits 2 before anything touches Redis ----
+
+
+def _id_type(brand: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:
+            return check_id(text, brand)
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = f"{brand} id"
+    return parse
+
+
+def _position(text: str) -> int:
+    """A 1-based position of the code, 1 to 6."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= LENGTH:
+        raise argparse.ArgumentTypeError(f"a position is a whole number from 1 to {LENGTH}, got {text!r}")
+    return value
+
+
+def _count(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _price(text: str) -> tuple[str, int]:
+    """``CURRENCY=AMOUNT``, e.g. ``ticket=1``."""
+    currency, sep, amount = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"a price is CURRENCY=AMOUNT (e.g. ticket=1), got {text!r}")
+    try:
+        value = int(amount)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a price's amount is a whole number, got {amount!r}") from None
+    try:
+        return check_currency(currency), check_amount("a price's amount", value)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the whole command line."""
+    parser = _Parser(prog=PROG, description="Codemojex: crack the six-emoji code (on EchoMQ).")
+    # The global options; `common` repeats them after a command (SUPPRESS: only when given there).
+    common = _Parser(add_help=False)
+    for target, default in ((parser, False), (common, argparse.SUPPRESS)):
+        is_global = default is False
+        target.add_argument(
+            "--tag", default=DEFAULT_TAG if is_global else default, help=f"bus tag (default {DEFAULT_TAG})"
+        )
+        target.add_argument(
+            "--redis-url",
+            default=None if is_global else default,
+            metavar="URL",
+            help=f"the Redis server (default $REDIS_URL, else {DEFAULT_URL})",
+        )
+        target.add_argument(
+            "--json", action="store_true", default=default, help="print one JSON document on stdout"
+        )
+        target.add_argument(
+            "--cluster",
+            action="store_true",
+            default=default,
+            help="the URL names one node of a Redis Cluster (the client discovers the others)",
+        )
+        target.add_argument(
+            "--log-level",
+            default="INFO" if is_global else default,
+            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+            type=str.upper,
+            help="of the worker's logs on stderr (default INFO)",
+        )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def leaf(group: Any, name: str, run: Command, help_text: str) -> argparse.ArgumentParser:
+        command: argparse.ArgumentParser = group.add_parser(name, parents=[common], help=help_text)
+        command.set_defaults(run=run)
+        return command
+
+    round_group = sub.add_parser("round", help="open, close, show and list rounds").add_subparsers(
+        dest="round_command", required=True, metavar="ROUND_COMMAND"
+    )
+    round_open = leaf(round_group, "open", commands.round_open, "open a round (its secret stays secret)")
+    board_kind = round_open.add_mutually_exclusive_group()
+    board_kind.add_argument("--size", type=int, default=None, metavar="N", help="random keyboard of N emoji")
+    board_kind.add_argument(
+        "--keyboard", default=None, metavar="EMOJI", help="the keyboard's emoji, in order"
+    )
+    round_open.add_argument(
+        "--price",
+        dest="prices",
+        action="append",
+        type=_price,
+        default=None,
+        metavar="CURRENCY=AMOUNT",
+        help="a guess's price; repeat it, in order of preference (default ticket=1 then coin=5)",
+    )
+    round_open.add_argument(
+        "--duration", type=float, default=None, metavar="SECONDS", help="default: until closed"
+    )
+    round_open.add_argument(
+        "--delay", type=float, default=0.0, metavar="SECONDS", help="open this much later"
+    )
+    round_open.add_argument("--max-guesses", type=int, default=None, metavar="N", help="per player")
+    round_close = leaf(round_group, "close", commands.round_close, "close a round now and reveal its secret")
+    round_close.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
+    round_show = leaf(round_group, "show", commands.round_show, "one round (default: the one open now)")
+    round_show.add_argument("round", nargs="?", type=_id_type(ROUND), default=None, metavar="ROUND")
+    round_list = leaf(round_group, "list", commands.round_list, "the latest rounds, newest first")
+    round_list.add_argument("--limit", type=_count(1), default=20, metavar="N")
+
+    player_group = sub.add_parser("player", help="register players").add_subparsers(
+        dest="player_command", required=True, metavar="PLAYER_COMMAND"
+    )
+    player_new = leaf(player_group, "new", commands.player_new, "register a player, with the starting grant")
+    player_new.add_argument("name", metavar="NAME")
+
+    guess = leaf(sub, "guess", play.guess_submit, "guess the code of a round")
+    guess.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
+    guess.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
+    guess.add_argument(
+        "emoji", nargs="+", metavar="EMOJI", help="six emoji, together or apart; _ is a blank a lock fills"
+    )
+    guess.add_argument("--job", type=_id_type(JOB), default=None, metavar="JOB", help="retry with this id")
+    guess.add_argument(
+        "--wait", type=_seconds, default=None, metavar="SECONDS", help="wait for the feedback this long"
+    )
+
+    listing = leaf(sub, "guesses", play.guess_list, "a player's guesses in a round, with their feedback")
+    listing.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
+    listing.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
+    listing.add_argument("--limit", type=_count(1), default=200, metavar="N", help="the latest N")
+
+    for name, run, help_text in (
+        ("lock", play.position_lock, "lock a position a scored guess proved a hit"),
+        ("unlock", play.position_unlock, "remove a lock"),
+    ):
+        command = leaf(sub, name, run, help_text)
+        command.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
+        command.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
+        command.add_argument("position", type=_position, metavar="POSITION", help=f"1 to {LENGTH}")
+
+    board = leaf(sub, "board", commands.board_show, "a round's leaderboard")
+    board.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
+    board.add_argument("--limit", type=_count(1), default=100, metavar="N")
+
+    purse = leaf(sub, "wallet", commands.wallet_show, "a player's balances and ledger")
+    purse.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
+    purse.add_argument("--ledger", type=_count(0), default=10, metavar="N", help="show the last N entries")
+
+    worker = leaf(sub, "worker", commands.worker_run, "run the score worker until SIGTERM / SIGINT")
+    worker.add_argument("--concurrency", type=int, default=10)
+    worker.add_argument("--lease-ms", type=int, default=30_000)
+    worker.add_argument("--sweep-every", type=float, default=SWEEP_PERIOD_S, metavar="SECONDS")
+    worker.add_argument("--grace", type=float, default=10.0, metavar="SECONDS")
+    return parser
