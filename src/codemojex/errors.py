@@ -14,7 +14,6 @@ Every exception Codemojex raises derives from :class:`CodemojexError`, and each 
     ├── NotFound (also LookupError)         not_found
     │   ├── UnknownRound                    unknown_round
     │   ├── UnknownPlayer                   unknown_player
-    │   ├── UnknownGuess                    unknown_guess
     │   └── UnknownJob                      unknown_job       no guess job with that JOB id
     ├── RoundClosed                         round_closed      the round does not take this call any more
     ├── NotProven                           not_proven        a lock on a position no scored guess proved
@@ -95,10 +94,6 @@ class UnknownRound(NotFound):
 
 class UnknownPlayer(NotFound):
     code = "unknown_player"
-
-
-class UnknownGuess(NotFound):
-    code = "unknown_guess"
 
 
 class UnknownJob(NotFound):

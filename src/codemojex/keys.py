@@ -57,11 +57,6 @@ def guess_of(job_id: str) -> str:
     return ids.rebrand(check_id(job_id, JOB), GUESS)
 
 
-def job_of(guess_id: str) -> str:
-    """The JOB id whose guess record is ``guess_id``."""
-    return ids.rebrand(check_id(guess_id, GUESS), JOB)
-
-
 @dataclass(frozen=True, slots=True)
 class GameKeys:
     """The game keys beside the bus with ``tag``."""

@@ -14,7 +14,7 @@ local function admission_of(jobKey, statsKey, lane, digest)
 end
 
 -- Write a new row and place the id on its lane (or in delayed); the caller checked admission_of first.
--- Returns { 1, state } with state 'queued' or 'delayed', and the server time (ms) of the admission.
+-- Returns { 1, state } with state 'queued' or 'delayed'.
 local function admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
                          jobId, lane, payload, digest, maxAttempts, priority, delayMs, wakeCap)
   local t = redis.call('TIME')
@@ -35,5 +35,5 @@ local function admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey
   -- A token also for a delayed job: an idle worker wakes, learns the new next due time, sleeps again.
   if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
   redis.call('HINCRBY', statsKey, 'admitted', 1)
-  return {1, state}, now
+  return {1, state}
 end

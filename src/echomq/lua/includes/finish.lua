@@ -12,7 +12,7 @@ local function fence(jobKey, statsKey, token)
   return nil
 end
 
--- Move a fenced job active -> done with its result; returns the server time (ms) of the finish.
+-- Move a fenced job active -> done with its result.
 local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -21,5 +21,4 @@ local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result)
   redis.call('HSET', jobKey, 'state', 'done', 'finished', now, 'result', result)
   redis.call('HDEL', jobKey, 'deadline')
   redis.call('HINCRBY', statsKey, 'completed', 1)
-  return now
 end
