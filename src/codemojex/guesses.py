@@ -32,7 +32,7 @@ from codemojex.keyboard import parse_guess
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from codemojex.payload import decode_payload, encode_payload
 from codemojex.rounds import round_from_row
-from echomq import JobState, ids
+from echomq import ids
 
 
 class Outcome(StrEnum):
@@ -57,20 +57,15 @@ class Submission:
     """What :func:`submit` did."""
 
     outcome: Outcome
-    job: str | None  # the JOB id (None only for a refusal before an id was chosen)
+    job: str  # the JOB id (minted, or the caller's)
     guess: tuple[str, ...] | None  # the guess as admitted, locks overlaid
     charged: tuple[str, int] | None  # the currency and amount (the original charge, for a duplicate)
     refusal: Refusal | None = None
     detail: str = ""
     problem: str = ""  # for BAD_GUESS: the InvalidGuess problem (wrong_length, off_keyboard, ...)
 
-    @property
-    def accepted(self) -> bool:
-        """Admitted now or before: the guess will be (or was) scored once."""
-        return self.outcome is not Outcome.REFUSED
 
-
-def _refused(refusal: Refusal, detail: str, job: str | None = None, problem: str = "") -> Submission:
+def _refused(refusal: Refusal, detail: str, job: str, problem: str = "") -> Submission:
     return Submission(Outcome.REFUSED, job, None, None, refusal, detail, problem)
 
 
@@ -191,7 +186,8 @@ class GuessRecord:
     counted: bool
 
 
-def _record(guess_id: str, row: dict[bytes, bytes]) -> GuessRecord:
+def record_from_row(guess_id: str, row: dict[bytes, bytes]) -> GuessRecord:
+    """A GES record from its hash."""
     return GuessRecord(
         id=guess_id,
         serial=int(row[b"serial"]),
@@ -212,7 +208,7 @@ async def get_guess(game: Game, guess_id: str) -> GuessRecord | None:
     key = game.keys.guess(guess_id)
     with translate_errors():
         row: dict[bytes, bytes] = await game.redis.hgetall(key)
-    return _record(guess_id, row) if row else None
+    return record_from_row(guess_id, row) if row else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,10 +239,8 @@ async def player_guesses(game: Game, round_id: str, player_id: str, limit: int =
     for index, (raw, score) in enumerate(rows):
         job = raw.decode()
         (state, payload), record_row = replies[2 * index], replies[2 * index + 1]
-        record = _record(guess_of(job), record_row) if record_row else None
+        record = record_from_row(guess_of(job), record_row) if record_row else None
         guess = record.guess if record else (decode_payload(payload).guess if payload else ())
         shown = "scored" if record else (state.decode() if state else "unknown")
-        if shown == JobState.DONE.value:  # done without a record cannot happen; show the truth anyway
-            shown = "done"
         result.append(PlayerGuess(job, guess, int(score), shown, record))
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from codemojex import ranking
 from codemojex.game import Game, check_int, translate_errors
-from codemojex.guesses import GuessRecord, get_guess
+from codemojex.guesses import GuessRecord, record_from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +43,12 @@ async def read_board(game: Game, round_id: str, limit: int = 100) -> list[Entry]
 async def scored_records(game: Game, round_id: str) -> list[GuessRecord]:
     """Every GES record of the round, in the order they were scored."""
     with translate_errors():
-        guess_ids = await game.redis.zrange(game.keys.scored(round_id), 0, -1)
-    records = []
-    for raw in guess_ids:
-        record = await get_guess(game, raw.decode())
-        if record is not None:
-            records.append(record)
-    return records
+        guess_ids = [raw.decode() for raw in await game.redis.zrange(game.keys.scored(round_id), 0, -1)]
+        pipe = game.redis.pipeline(transaction=False)
+        for guess_id in guess_ids:
+            pipe.hgetall(game.keys.guess(guess_id))
+        rows = await pipe.execute()
+    return [record_from_row(guess_id, row) for guess_id, row in zip(guess_ids, rows, strict=True) if row]
 
 
 def recompute(records: list[GuessRecord]) -> list[ranking.Standing]:

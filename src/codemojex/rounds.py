@@ -160,12 +160,12 @@ async def list_rounds(game: Game, limit: int = 20) -> list[Round]:
     """The ``limit`` most recently opened rounds, newest first."""
     check_int("limit", limit, 1, 1000)
     with translate_errors():
-        round_ids = await game.redis.zrevrange(game.keys.rounds, 0, limit - 1)
-    rounds = []
-    for raw in round_ids:
-        rid = raw.decode()
-        rounds.append(await get_round(game, rid))
-    return rounds
+        round_ids = [raw.decode() for raw in await game.redis.zrevrange(game.keys.rounds, 0, limit - 1)]
+        pipe = game.redis.pipeline(transaction=False)
+        for round_id in round_ids:
+            pipe.hgetall(game.keys.round(round_id))
+        rows = await pipe.execute()
+    return [round_from_row(round_id, row) for round_id, row in zip(round_ids, rows, strict=True) if row]
 
 
 async def current_round(game: Game) -> Round | None:
