@@ -135,23 +135,23 @@ async def board_show(game: Game, args: argparse.Namespace) -> Result:
 
 async def wallet_show(game: Game, args: argparse.Namespace) -> Result:
     player = await players.get_player(game, args.player)
-    purse = await wallet.read_wallet(game, args.player)  # the whole ledger: reconcile replays it all
-    whole = len(purse.ledger) < wallet.MAX_LEDGER
-    problems = wallet.reconcile(purse) if whole else []
+    # The newest MAX_LEDGER entries; reconcile replays a partial ledger from the balance before it.
+    purse = await wallet.read_wallet(game, args.player)
+    problems = wallet.reconcile(purse)
     shown = purse.ledger[-args.ledger :] if args.ledger else ()
     data = {
         "player": args.player,
         "name": player.name,
         "balances": purse.balances,
         "ledger": [asdict(entry) for entry in shown],
-        "ledger_entries": len(purse.ledger) if whole else None,
-        "reconciles": not problems if whole else None,
+        "ledger_entries": purse.ledger_total,
+        "reconciles": not problems,
         "problems": problems,
     }
     lines = [f"{player.name} ({args.player})"]
     lines += fields([(currency, amount) for currency, amount in purse.balances.items()] or [("(empty)", "")])
     if shown:
-        lines.append(f"ledger, the last {len(shown)} of {len(purse.ledger)} entries:")
+        lines.append(f"ledger, the last {len(shown)} of {purse.ledger_total} entries:")
         rows = [
             [time_text(e.at_ms), e.currency, f"{e.delta:+d}", e.balance, e.reason, e.job or "-"]
             for e in shown
@@ -159,9 +159,7 @@ async def wallet_show(game: Game, args: argparse.Namespace) -> Result:
         lines += [
             "  " + line for line in table(["at", "currency", "delta", "balance", "reason", "job"], rows)
         ]
-    if not whole:
-        lines.append(f"reconciles: not checked (the ledger has {wallet.MAX_LEDGER} entries or more)")
-    elif problems:
+    if problems:
         lines.append("reconciles: NO")
         lines += [f"  {problem}" for problem in problems]
     else:
