@@ -52,9 +52,9 @@ def redis_url() -> str:
     return os.environ.get("REDIS_URL") or DEFAULT_URL
 
 
-def _shown_url() -> str:
-    """REDIS_URL without its password, for error messages."""
-    parts = urllib.parse.urlsplit(redis_url())
+def shown_url(url: str) -> str:
+    """``url`` without its password, for error messages."""
+    parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
@@ -313,16 +313,16 @@ def explain(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, UsageError | InvalidInput):
         return EXIT_USAGE, f"echomq: error: {exc}"
     if isinstance(exc, EchoMQError):
-        return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {_shown_url()})"
+        return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {shown_url(redis_url())})"
     unreachable = (  # a cluster client that reached no node raises a RedisClusterException
         redis.exceptions.ConnectionError,
         redis.exceptions.TimeoutError,
         redis.exceptions.RedisClusterException,
     )
     if isinstance(exc, unreachable):
-        return EXIT_FAILURE, f"echomq: RedisUnavailable: {exc} (server {_shown_url()})"
+        return EXIT_FAILURE, f"echomq: RedisUnavailable: {exc} (server {shown_url(redis_url())})"
     if isinstance(exc, redis.exceptions.RedisError):  # a call the bus does not translate (dead_jobs)
-        return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {_shown_url()})"
+        return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {shown_url(redis_url())})"
     return EXIT_USAGE, f"echomq: error: {exc}"  # a ValueError: e.g. a REDIS_URL redis-py cannot parse
 
 

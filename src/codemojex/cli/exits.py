@@ -5,12 +5,10 @@ no error ends in a traceback.
 
 from __future__ import annotations
 
-import urllib.parse
-
 import redis.exceptions
 
 from codemojex.errors import CodemojexError, InvalidInput, Unavailable
-from echomq.cli import EXIT_FAILURE, EXIT_USAGE
+from echomq.cli import EXIT_FAILURE, EXIT_USAGE, shown_url
 from echomq.errors import InvalidInput as BusInvalidInput
 from echomq.errors import RedisUnavailable
 
@@ -21,14 +19,6 @@ EXIT_INTERRUPTED = 130
 
 class UsageError(Exception):
     """Bad command-line input found after parsing (a REDIS_URL redis-py cannot read): exit code 2."""
-
-
-def _shown_url(url: str) -> str:
-    """``url`` without its password, for error messages."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _one_line(text: str) -> str:
@@ -45,7 +35,7 @@ def explain(exc: BaseException, url: str) -> tuple[int, str]:
         redis.exceptions.RedisClusterException,
     )
     if isinstance(exc, unreachable):
-        return EXIT_FAILURE, f"{PROG}: error: unavailable: {_one_line(str(exc))} (server {_shown_url(url)})"
+        return EXIT_FAILURE, f"{PROG}: error: unavailable: {_one_line(str(exc))} (server {shown_url(url)})"
     if isinstance(exc, UsageError):
         return EXIT_USAGE, f"{PROG}: error: {_one_line(str(exc))}"
     if isinstance(exc, CodemojexError):

@@ -43,20 +43,22 @@ async def _job_state(game: Game, job: str) -> tuple[str | None, str | None]:
     return info.state.value, info.error
 
 
-async def _wait_scored(game: Game, job: str, wait_s: float) -> tuple[GuessRecord | None, str | None]:
+async def _wait_scored(
+    game: Game, job: str, wait_s: float
+) -> tuple[GuessRecord | None, str | None, str | None]:
     """Poll until the guess record of ``job`` exists (or the job is dead, or ``wait_s`` passed): the
-    record, or None and the job's last state."""
+    record, or None and the job's last state and error."""
     deadline = time.monotonic() + wait_s
     guess_id = guess_of(job)
     while True:
         record = await guesses.get_guess(game, guess_id)
         if record is not None:
-            return record, None
-        state, _ = await _job_state(game, job)
+            return record, None, None
+        state, error = await _job_state(game, job)
         left = deadline - time.monotonic()
         if state == JobState.DEAD.value or left <= 0:
             record = await guesses.get_guess(game, guess_id)  # scored just now?
-            return record, None if record is not None else state
+            return (record, None, None) if record is not None else (None, state, error)
         await asyncio.sleep(min(POLL_S, left))
 
 
@@ -73,20 +75,18 @@ async def guess_submit(game: Game, args: argparse.Namespace) -> Result:
             lines.append(f"  {sub.detail}")
         lines.append(f"job {sub.job}  charged nothing")
         return Result(data, lines, EXIT_FAILURE)
-    assert sub.job is not None
     assert sub.guess is not None
     head = "admitted" if sub.outcome is Outcome.ADMITTED else "duplicate (admitted before; nothing changed)"
     lines = [head, f"job {sub.job}  charged {charge_text(sub.charged)}"]
     if args.wait is None:
         return Result(data, [*lines, f"  {keys_text(sub.guess)}"])
-    record, state = await _wait_scored(game, sub.job, args.wait)
+    record, state, error = await _wait_scored(game, sub.job, args.wait)
     if record is not None:
         data.update(state="scored", feedback=feedback_json(record))
         return Result(data, lines + feedback_lines(sub.guess, record))
     data["state"] = state
     lines.append(f"  {keys_text(sub.guess)}")
     if state == JobState.DEAD.value:
-        _, error = await _job_state(game, sub.job)
         data["error"] = error
         lines.append(f"not scored: the job is dead ({error})")
     else:
@@ -134,8 +134,7 @@ async def guess_list(game: Game, args: argparse.Namespace) -> Result:
 
 
 async def position_lock(game: Game, args: argparse.Namespace) -> Result:
-    await players.get_player(game, args.player)
-    try:
+    try:  # lock.lua checks the round and the player
         key = await locks.lock(game, args.round, args.player, args.position - 1)
     except NotProven:  # its message counts positions from 0; the command counts them from 1
         raise NotProven(
@@ -146,8 +145,7 @@ async def position_lock(game: Game, args: argparse.Namespace) -> Result:
 
 
 async def position_unlock(game: Game, args: argparse.Namespace) -> Result:
-    await rounds.get_round(game, args.round)
-    await players.get_player(game, args.player)
+    await rounds.get_round(game, args.round)  # unlock checks the player
     removed = await locks.unlock(game, args.round, args.player, args.position - 1)
     data = {"round": args.round, "player": args.player, "position": args.position, "unlocked": removed}
     if removed:
