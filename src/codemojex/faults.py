@@ -8,6 +8,11 @@ Points:
     process kills itself with SIGKILL: the crash between effect and acknowledgement that the
     at-least-once queue must survive. The job is redelivered after its lease and scored once.
 
+``score.after_effect.requested``
+    The same crash, but only for a job the host marked with :func:`request_crash` (a one-shot trigger
+    key, deleted when it fires, so the redelivery runs normally). ``codemojex serve`` arms it in its
+    worker for the proof page's "crash the worker mid-score" button; nothing else sets the trigger.
+
 ``score.before_effect``
     The score worker, having scored the guess but before running the script, stops its own process
     with SIGSTOP (every thread stops, the lease keeper too): the stalled worker whose lease is reaped
@@ -18,9 +23,15 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemojex.game import Game
 
 ENV = "CODEMOJEX_FAULTS"
-POINTS = frozenset({"score.after_effect", "score.before_effect"})
+REQUESTED = "score.after_effect.requested"
+POINTS = frozenset({"score.after_effect", REQUESTED, "score.before_effect"})
+TRIGGER_TTL_MS = 10 * 60 * 1000
 
 
 def armed(point: str) -> bool:
@@ -39,3 +50,22 @@ def crash() -> None:
 def stall() -> None:
     """Stop this whole process now, as SIGSTOP does; it runs on after a SIGCONT."""
     os.kill(os.getpid(), signal.SIGSTOP)
+
+
+async def request_crash(game: Game, job: str) -> None:
+    """Mark ``job`` so that a worker armed with ``score.after_effect.requested`` crashes after its effect
+    (once: the trigger is taken when it fires, and expires unused after 10 minutes)."""
+    from codemojex.game import translate_errors  # noqa: PLC0415  (keeps this module import-light)
+
+    key = game.keys.fault(job)
+    with translate_errors():
+        await game.redis.set(key, b"crash", px=TRIGGER_TTL_MS)
+
+
+async def take_crash_request(game: Game, job: str) -> bool:
+    """True (once) if ``job`` was marked by :func:`request_crash`; the mark is deleted."""
+    from codemojex.game import translate_errors  # noqa: PLC0415
+
+    key = game.keys.fault(job)
+    with translate_errors():
+        return bool(await game.redis.delete(key))

@@ -31,12 +31,12 @@ from echomq.scripts import AsyncScripts, Library
 
 # Each game script and the number of KEYS it declares (a unit test checks the headers).
 KEY_COUNTS: dict[str, int] = {
-    "register": 4,
+    "register": 5,
     "open_round": 3,
     "close_round": 1,
     "credit": 3,
     "submit": 15,
-    "score": 10,
+    "score": 11,
     "lock": 4,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)

@@ -26,11 +26,16 @@ key                         type    holds
 ``proven:<RND>:<PLR>``      hash    position -> the key a scored guess proved a hit there
 ``locks:<RND>:<PLR>``       hash    position -> key the player locked (a proven hit)
 ``events:<RND>``            stream  scored guesses and board changes, capped, for live pages
+``tokens``                  hash    SHA-256 of a player's API token (hex) -> player id
+``latency``                 hash    submit->scored latency histogram: bucket -> count, count, sum_ms
+``idempotency:<PLR>:<H>``   hash    an Idempotency-Key (H: its SHA-256) -> the JOB it named, digest
+``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof page's crash)
 ==========================  ======  ==========================================================
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from codemojex.errors import InvalidId
@@ -42,6 +47,16 @@ ROUND = "RND"
 PLAYER = "PLR"
 GUESS = "GES"
 JOB = "JOB"
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_digest(value: object) -> str:
+    """Return ``value`` if it is a SHA-256 hex digest (64 lower-case hex digits), else raise InvalidId."""
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+        raise InvalidId(f"a digest is 64 lower-case hex digits, got {value!r}")
+    return value
 
 
 def check_id(value: object, brand: str) -> str:
@@ -120,6 +135,20 @@ class GameKeys:
 
     def events(self, round_id: str) -> str:
         return f"{self.prefix}events:{check_id(round_id, ROUND)}"
+
+    @property
+    def tokens(self) -> str:
+        return f"{self.prefix}tokens"
+
+    @property
+    def latency(self) -> str:
+        return f"{self.prefix}latency"
+
+    def idempotency(self, player_id: str, key_digest: str) -> str:
+        return f"{self.prefix}idempotency:{check_id(player_id, PLAYER)}:{check_digest(key_digest)}"
+
+    def fault(self, job_id: str) -> str:
+        return f"{self.prefix}fault:{check_id(job_id, JOB)}"
 
     @property
     def pattern(self) -> str:

@@ -1,16 +1,20 @@
 """Players (``PLR``): register with a display name; a new player gets the game's starting grant.
 
-A player's id names their lane on the bus, so the queue rotates service across players.
+A player's id names their lane on the bus, so the queue rotates service across players. A player may
+hold an API token (:func:`new_token`), bound at registration in the same script: Redis keeps only the
+token's SHA-256, and :func:`authenticate` answers the player a presented token names.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import unicodedata
 from dataclasses import dataclass
 
-from codemojex.errors import InvalidName, ScriptError, UnknownPlayer
+from codemojex.errors import InvalidName, InvalidOption, ScriptError, UnknownPlayer
 from codemojex.game import Game, encode_prices, translate_errors
-from codemojex.keys import PLAYER
+from codemojex.keys import PLAYER, check_digest
 from echomq import ids
 
 MAX_NAME = 32  # grapheme-agnostic: code points after NFC
@@ -40,19 +44,54 @@ def check_name(name: object) -> str:
     return text
 
 
-async def register(game: Game, name: str) -> Player:
-    """A new player with the starting grant (every credit in their ledger)."""
+TOKEN_BYTES = 32
+MAX_TOKEN = 128
+
+
+def new_token() -> str:
+    """A fresh API token: 32 bytes from :mod:`secrets`, URL-safe text (43 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def token_digest(token: str) -> str:
+    """The SHA-256 hex digest Redis keeps for ``token`` (the token itself is never stored)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def register(game: Game, name: str, *, token: str | None = None) -> Player:
+    """A new player with the starting grant (every credit in their ledger); with ``token`` (from
+    :func:`new_token`), that token names them from now on."""
     display = check_name(name)
+    digest = "" if token is None else check_digest(token_digest(_check_token(token)))
     player_id = ids.mint(PLAYER)
     keys = game.keys
     reply = await game.run(
         "register",
-        [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id), keys.players],
-        [player_id, display, encode_prices(game.settings.grant)],
+        [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id), keys.players, keys.tokens],
+        [player_id, display, encode_prices(game.settings.grant), digest],
     )
+    if int(reply[0]) == -1:
+        raise InvalidOption("that token names another player already: mint a new one")
     if int(reply[0]) != 1:
         raise ScriptError(f"register.lua answered {reply!r} for a fresh id")
     return Player(player_id, display, int(reply[1]))
+
+
+def _check_token(token: object) -> str:
+    if not isinstance(token, str) or not 20 <= len(token) <= MAX_TOKEN or not token.isascii():
+        raise InvalidOption(f"a token is 20-{MAX_TOKEN} ASCII characters")
+    return token
+
+
+async def authenticate(game: Game, token: str) -> str | None:
+    """The id of the player ``token`` names, or None (an ill-formed token names nobody)."""
+    try:
+        digest = token_digest(_check_token(token))
+    except InvalidOption:
+        return None
+    with translate_errors():
+        raw = await game.redis.hget(game.keys.tokens, digest)
+    return None if raw is None else bytes(raw).decode()
 
 
 async def get_player(game: Game, player_id: str) -> Player:

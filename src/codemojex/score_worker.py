@@ -55,6 +55,7 @@ def score_call(
             keys.proven(request.round, request.player),
             keys.scored(request.round),
             keys.events(request.round),
+            keys.latency,
         ],
         [
             claim.job,
@@ -115,7 +116,9 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
     feedback = score(secret, request.guess)
     if faults.armed("score.before_effect"):
         faults.stall()  # the fault point: a worker stalled past its lease, then resumed
-    split = faults.armed("score.after_effect")
+    split = faults.armed("score.after_effect") or (
+        faults.armed(faults.REQUESTED) and await faults.take_crash_request(game, job.id)
+    )
     reply = await game.run("score", *score_call(game, job.claim, request, feedback, finish=not split))
     code = int(reply[0])
     if code == 2:

@@ -87,6 +87,7 @@ class RedisProcess:
         appendfsync: str = "everysec",
         binary: str | None = None,
         extra: tuple[str, ...] = (),
+        new_session: bool = False,
     ) -> None:
         self.binary = binary or find_redis_server()
         self._own_dir = data_dir is None
@@ -96,6 +97,7 @@ class RedisProcess:
         self.appendonly = appendonly
         self.appendfsync = appendfsync
         self.extra = extra
+        self.new_session = new_session  # its own session: a terminal's Ctrl-C reaches only the parent
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -121,7 +123,12 @@ class RedisProcess:
         """Start the server and wait until it answers PING."""
         if self.process is not None and self.process.poll() is None:
             return self
-        self.process = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            self.argv(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=self.new_session,
+        )
         deadline = time.monotonic() + _START_TIMEOUT_S
         client = redis.Redis(port=self.port, socket_timeout=1)
         try:

@@ -1,5 +1,6 @@
 """The ``codemojex`` command: open and close rounds, register players, guess, lock, read the board and the
-wallet, and run the score worker. Until a web host arrives, this is how a person plays.
+wallet, run the score worker, and ``serve`` the web host with a worker and an embedded Redis (``make
+run``).
 
 ``--redis-url`` (else ``REDIS_URL``, else ``redis://127.0.0.1:6379/0``) selects the server and ``--tag``
 the bus (default ``cm``), as for ``echomq``. ``--json`` makes every command print one JSON document on
@@ -24,6 +25,7 @@ import io
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from codemojex.cli.commands import Command, Result
@@ -48,6 +50,22 @@ def _pool_size(args: argparse.Namespace) -> int | None:
     them (redis-py's default of 100 fails calls past it instead of waiting)."""
     concurrency = getattr(args, "concurrency", None)
     return None if concurrency is None else 2 * int(concurrency) + 16
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from codemojex.serve import ServeOptions, serve  # noqa: PLC0415  (only serve needs the web stack)
+
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        data_dir=Path(args.data_dir),
+        tag=args.tag,
+        proof=args.proof,
+        concurrency=args.concurrency,
+        operator_token=args.operator_token,
+        redis_url=args.redis_url,
+    )
+    return asyncio.run(serve(options))
 
 
 async def _run(args: argparse.Namespace) -> Result:
@@ -82,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     game_logger.addHandler(handler)
     game_logger.setLevel(args.log_level)
     try:
+        if args.run is None:
+            return _serve(args)
         result = asyncio.run(_run(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -68,6 +68,16 @@ def _count(low: int) -> Callable[[str], int]:
     return parse
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535, got {text!r}")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -202,6 +212,31 @@ def build_parser() -> argparse.ArgumentParser:
     purse = leaf(sub, "wallet", commands.wallet_show, "a player's balances and ledger")
     purse.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
     purse.add_argument("--ledger", type=_count(0), default=10, metavar="N", help="show the last N entries")
+
+    serve = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="the web host, a score worker and (without REDIS_URL) an embedded Redis: `make run`",
+    )
+    serve.set_defaults(run=None)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8000, help="default 8000; 0 picks a free one")
+    serve.add_argument(
+        "--data-dir", default=".codemojex-data", metavar="DIR", help="the embedded Redis's data and AOF"
+    )
+    serve.add_argument("--concurrency", type=_count(1), default=8, help="the score worker's job slots")
+    serve.add_argument(
+        "--no-proof",
+        dest="proof",
+        action="store_false",
+        help="turn the proof page's endpoints off (its crash button kills the worker: off in public)",
+    )
+    serve.add_argument(
+        "--operator-token",
+        default=None,
+        metavar="TOKEN",
+        help="default $CODEMOJEX_OPERATOR_TOKEN, else one kept in the data folder",
+    )
 
     worker = leaf(sub, "worker", commands.worker_run, "run the score worker until SIGTERM / SIGINT")
     worker.add_argument("--concurrency", type=int, default=10)

@@ -2,27 +2,34 @@
   register: create a player with a display name and the starting grant, every credit in the ledger.
 
   Called by codemojex.players.register. The id is fresh (minted by the caller); a second call with the
-  same id changes nothing and answers 0, so a retried registration does not grant twice.
+  same id changes nothing and answers 0, so a retried registration does not grant twice. With a token
+  digest, the player's API token is bound in the same step (no player without the token that names it).
 
   Input:
     KEYS[1] player  (hash)  cmx:{t}:player:<PLR>
     KEYS[2] wallet  (hash)  currency -> balance
     KEYS[3] ledger  (list)  append-only JSON entries
     KEYS[4] players (zset)  every player id by registration time
+    KEYS[5] tokens  (hash)  SHA-256 hex of an API token -> player id
 
     ARGV[1] player id
     ARGV[2] display name (validated by the caller)
     ARGV[3] grant ('ticket=3;coin=50')
+    ARGV[4] the token's SHA-256 hex digest, or '' for none (validated by the caller)
 
   Output:
     { 1, created_ms }  registered and granted
     { 0, created_ms }  that id exists; nothing changed
+    {-1, '' }          that token digest names a player already; nothing changed
 ]]
-local playerKey, walletKey, ledgerKey, playersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local playerId, name, grant = ARGV[1], ARGV[2], ARGV[3]
+local playerKey, walletKey, ledgerKey, playersKey, tokensKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local playerId, name, grant, digest = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 if redis.call('EXISTS', playerKey) == 1 then
   return {0, tonumber(redis.call('HGET', playerKey, 'created'))}
+end
+if digest ~= '' then
+  if redis.call('HSETNX', tokensKey, digest, playerId) == 0 then return {-1, ''} end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

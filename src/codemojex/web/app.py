@@ -1,0 +1,90 @@
+"""The app: routers, error handlers, the body limit, the pages, and a lifespan that owns the Game.
+
+``create_app(HostConfig(redis_url=...))`` is all a deployment needs (``uvicorn`` runs it); the Game's
+client, the events hub and the throughput sampler are created in the lifespan, on the server's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import redis.exceptions
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from codemojex.errors import CodemojexError
+from codemojex.game import Game, translate_errors
+from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
+from codemojex.web.events import Hub
+from codemojex.web.host import Host, HostConfig, host_of
+from codemojex.web.limits import BodyLimit
+from codemojex.web.throughput import Sampler
+from echomq.errors import EchoMQError
+
+__all__ = ["HostConfig", "create_app"]
+
+STATIC = Path(str(resources.files("codemojex.web") / "static"))
+PAGES = {"/": "play.html", "/proof": "proof.html", "/dashboard": "dashboard.html"}
+
+
+def create_app(config: HostConfig) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        game = Game.from_url(
+            config.redis_url,
+            config.tag,
+            config.settings,
+            cluster=config.cluster,
+            max_connections=config.max_connections,
+        )
+        host = Host(config, game, Hub(game), Sampler(game, config.sample_every_s))
+        app.state.host = host
+        host.sampler.start()
+        try:
+            yield
+        finally:
+            await host.hub.close()
+            await host.sampler.stop()
+            await game.aclose()
+
+    app = FastAPI(
+        title="Codemojex",
+        summary="Crack the six-emoji code: a game on EchoMQ, exactly once in effect.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimit, limit=config.body_limit)
+    app.add_exception_handler(problems.Problem, problems.on_problem)
+    app.add_exception_handler(CodemojexError, problems.on_game_error)
+    app.add_exception_handler(EchoMQError, problems.on_foreign_error)
+    app.add_exception_handler(redis.exceptions.RedisError, problems.on_foreign_error)
+    app.add_exception_handler(RequestValidationError, problems.on_malformed)
+    app.add_exception_handler(StarletteHTTPException, problems.on_http)
+    for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
+        app.include_router(router)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz(request: Request) -> dict[str, Any]:
+        with translate_errors():
+            await host_of(request).game.redis.ping()
+        return {"ok": True}
+
+    for path, page in PAGES.items():
+        app.add_api_route(path, _page(page), include_in_schema=False, methods=["GET"])
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _page(name: str) -> Any:
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
+
+    page.__name__ = f"page_{name.split('.')[0]}"
+    return page

@@ -1,0 +1,58 @@
+"""Who is calling: a player (``Authorization: Bearer <token>``) or an operator (the operator token).
+
+A player's token is minted at registration (:func:`codemojex.players.new_token`) and Redis keeps only
+its SHA-256, so a leaked database names no usable token. The operator token is compared in constant
+time. A missing or unknown token is 401 ``unauthorized``; a player token on an operator endpoint is 403.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from codemojex import players
+from codemojex.web.host import host_of
+from codemojex.web.problems import Problem
+
+
+def bearer(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer`` header, or None."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def is_operator(request: Request, token: str | None) -> bool:
+    expected = host_of(request).config.operator_token
+    return bool(expected) and token is not None and secrets.compare_digest(token.encode(), expected.encode())
+
+
+async def player_of(request: Request, token: str | None) -> str:
+    if token is None:
+        raise Problem(401, "unauthorized", "send Authorization: Bearer <your player token>")
+    player_id = await players.authenticate(host_of(request).game, token)
+    if player_id is None:
+        raise Problem(401, "unauthorized", "that token names no player: join again for a new one")
+    return player_id
+
+
+async def current_player(request: Request) -> str:
+    """The calling player's id (a dependency of every player route)."""
+    return await player_of(request, bearer(request))
+
+
+async def require_operator(request: Request) -> None:
+    """A dependency of every operator route."""
+    token = bearer(request)
+    if token is None:
+        raise Problem(401, "unauthorized", "send Authorization: Bearer <operator token>")
+    if not is_operator(request, token):
+        raise Problem(403, "forbidden", "this needs the operator token")
+
+
+PlayerId = Annotated[str, Depends(current_player)]
+Operator = Depends(require_operator)

@@ -1,0 +1,57 @@
+"""The ``Idempotency-Key`` header: a client's retry of one guess is the same job, charged once.
+
+The first request with a key mints a JOB id and stores ``<JOB> <digest>`` under the player and the key's
+SHA-256 (``SET NX``, kept :data:`KEPT_MS`); the digest is of the request *as sent* (round, guess, locks),
+so a retry is recognised even if the player's locks changed meanwhile. A later request with the same key
+and the same digest gets the same JOB id, which :func:`codemojex.guesses.submit` answers as a duplicate
+(nothing charged); a different request under the same key is 409 ``idempotency_conflict``. Concurrent
+requests with one key race on ``SET NX``: one stores its JOB id, the others read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from codemojex.game import Game, translate_errors
+from codemojex.keys import JOB
+from codemojex.web.problems import Problem
+from echomq import ids
+
+KEPT_MS = 24 * 3600 * 1000  # as the bus's dedup window: a retry after a day is a new guess
+MAX_KEY = 128
+
+
+def check_key(key: str) -> str:
+    """1-128 printable ASCII characters, else 400 ``invalid_input``."""
+    if not 1 <= len(key) <= MAX_KEY or not all(" " <= char <= "~" for char in key):
+        raise Problem(400, "invalid_input", f"an Idempotency-Key is 1-{MAX_KEY} printable ASCII characters")
+    return key
+
+
+def request_digest(round_id: str, request: dict[str, Any]) -> str:
+    canonical = json.dumps([round_id, request], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def job_for_key(game: Game, player_id: str, key: str, digest: str) -> str:
+    """The JOB id that ``key`` names for this player's request ``digest`` (minted the first time)."""
+    key_digest = hashlib.sha256(check_key(key).encode()).hexdigest()
+    redis_key = game.keys.idempotency(player_id, key_digest)
+    fresh = ids.mint(JOB)
+    with translate_errors():
+        for _ in range(3):  # a stored key can expire between the SET NX and the GET: try again
+            if await game.redis.set(redis_key, f"{fresh} {digest}".encode(), nx=True, px=KEPT_MS):
+                return fresh
+            stored = await game.redis.get(redis_key)
+            if stored is not None:
+                break
+        else:  # pragma: no cover  (three expiries in a row)
+            raise Problem(503, "unavailable", "the Idempotency-Key could not be stored; retry")
+    job, _, stored_digest = bytes(stored).decode().partition(" ")
+    if stored_digest != digest:
+        raise Problem(
+            409, "idempotency_conflict", "this Idempotency-Key was used for another request; use a new key"
+        )
+    return job

@@ -1,0 +1,136 @@
+"""The operator's API (``Authorization: Bearer <operator token>``): open and close rounds, queue stats,
+active leases, dead letters and their retry, and the throughput samples the dashboard charts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from codemojex import rounds
+from codemojex.game import translate_errors
+from codemojex.keys import JOB, check_id
+from codemojex.web import views
+from codemojex.web.auth import Operator
+from codemojex.web.host import host_of
+
+router = APIRouter(prefix="/api/operator", dependencies=[Operator], tags=["operator"])
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    currency: str = Field(max_length=16)
+    amount: int
+
+
+class OpenRound(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    size: int | None = Field(default=None, description="a random keyboard of this many emoji (2-32)")
+    keyboard: list[str] | None = Field(default=None, max_length=32, description="the keyboard's emoji")
+    prices: list[Price] | None = Field(default=None, max_length=8, description="in order of preference")
+    delay_s: float = 0
+    duration_s: float | None = None
+    max_guesses: int | None = None
+
+
+async def _now(request: Request) -> int:
+    return await rounds.server_ms(host_of(request).game)
+
+
+@router.post("/rounds", status_code=201)
+async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
+    """A new round with a fresh secret drawn with a CSPRNG."""
+    the_round = await rounds.open_round(
+        host_of(request).game,
+        keyboard=spec.keyboard,
+        size=spec.size,
+        prices=None if spec.prices is None else [(p.currency, p.amount) for p in spec.prices],
+        delay_s=spec.delay_s,
+        duration_s=spec.duration_s,
+        max_guesses=spec.max_guesses,
+    )
+    return views.round_view(the_round, await _now(request))
+
+
+@router.post("/rounds/{round_id}/close")
+async def close_round(request: Request, round_id: str) -> dict[str, Any]:
+    closed = await rounds.close_round(host_of(request).game, round_id)
+    return {"round_id": round_id, "closed_ms": closed}
+
+
+@router.get("/stats")
+async def stats(request: Request, lanes: Annotated[int, Query(ge=0, le=1000)] = 50) -> dict[str, Any]:
+    """Counters, depth per state, and the first ``lanes`` lanes with their depth and fairness lag."""
+    game = host_of(request).game
+    with translate_errors():
+        read = await game.bus.stats(lanes=lanes)
+    return read.as_dict() | {"server_ms": await _now(request)}
+
+
+@router.get("/leases")
+async def leases(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+    """The active jobs with the soonest lease deadlines first."""
+    game = host_of(request).game
+    with translate_errors():
+        active = await game.redis.zrange(game.bus.keys.active, 0, limit - 1, withscores=True)
+        pipe = game.redis.pipeline(transaction=False)
+        for raw, _ in active:
+            pipe.hmget(game.bus.keys.job(raw.decode()), "lane", "attempts", "owner")
+        rows = await pipe.execute()
+    found = []
+    for (raw, deadline), (lane, attempts, owner) in zip(active, rows, strict=True):
+        found.append(
+            {
+                "job_id": raw.decode(),
+                "lane": (lane or b"").decode(),
+                "deadline_ms": int(deadline),
+                "attempts": int(attempts or 0),
+                "owner": (owner or b"").decode(),
+            }
+        )
+    return {"server_ms": await _now(request), "leases": found}
+
+
+@router.get("/dead")
+async def dead(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+    """Dead-lettered jobs, oldest first, with their last error."""
+    game = host_of(request).game
+    with translate_errors():
+        listed = await game.bus.dead_jobs(limit)
+        pipe = game.redis.pipeline(transaction=False)
+        for job, _ in listed:
+            pipe.hmget(game.bus.keys.job(job), "lane", "tries", "error")
+        rows = await pipe.execute()
+    return {
+        "dead": [
+            {
+                "job_id": job,
+                "lane": (lane or b"").decode(),
+                "dead_ms": at,
+                "tries": int(tries or 0),
+                "error": (error or b"").decode("utf-8", "replace"),
+            }
+            for (job, at), (lane, tries, error) in zip(listed, rows, strict=True)
+        ]
+    }
+
+
+@router.post("/dead/{job_id}/retry")
+async def retry(request: Request, job_id: str) -> dict[str, Any]:
+    """Move a dead job back to its lane (its tries start again); ``retried`` is false if it was not dead."""
+    check_id(job_id, JOB)
+    with translate_errors():
+        retried = await host_of(request).game.bus.retry_dead(job_id)
+    return {"job_id": job_id, "retried": retried}
+
+
+@router.get("/throughput")
+async def throughput(request: Request) -> dict[str, Any]:
+    sampler = host_of(request).sampler
+    return {
+        "interval_s": sampler.every_s,
+        "samples": [
+            {"at_ms": s.at_ms, "admitted": s.admitted, "completed": s.completed} for s in sampler.samples
+        ],
+    }

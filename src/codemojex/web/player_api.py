@@ -1,0 +1,213 @@
+"""The player's API: join, rounds, guesses, locks, leaderboard, wallet, and where a guess job is.
+
+Every route but ``POST /api/players`` and the round reads takes ``Authorization: Bearer <token>``.
+A guess is admitted by :func:`codemojex.guesses.submit` (validate, overlay locks, charge, enqueue in one
+script); a refusal is answered with its status (:data:`codemojex.web.problems.REFUSAL_STATUS`) and
+changed nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from codemojex import guesses, leaderboard, locks, players, rounds, wallet
+from codemojex.errors import NotProven, UnknownJob
+from codemojex.game import translate_errors
+from codemojex.keyboard import graphemes
+from codemojex.keys import JOB, check_id, guess_of
+from codemojex.rounds import RoundStatus
+from codemojex.web import idempotency, views
+from codemojex.web.auth import PlayerId, bearer, is_operator, player_of
+from codemojex.web.host import host_of
+from codemojex.web.problems import REFUSAL_STATUS, Problem
+
+router = APIRouter(prefix="/api")
+
+LEDGER_SHOWN = 200
+
+
+class NewPlayer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=200, description="a display name: 1-32 characters, no control characters")
+
+
+class NewGuess(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    guess: str | list[str | None] = Field(
+        description="six emoji as text, or a list of six keys where null or '_' leaves a locked position blank"
+    )
+    locks: list[int] | None = Field(
+        default=None, max_length=6, description="0-based positions to lock first (each a proven hit)"
+    )
+
+
+async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, Any]:
+    game = host_of(request).game
+    now = await rounds.server_ms(game)
+    secret = None
+    if the_round.status_at(now) is RoundStatus.CLOSED:
+        secret = await rounds.reveal_secret(game, the_round.id)
+    return views.round_view(the_round, now, secret)
+
+
+@router.post("/players", status_code=201, tags=["players"])
+async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
+    """Register a player with the starting grant; the token is shown once."""
+    token = players.new_token()
+    player = await players.register(host_of(request).game, new.name, token=token)
+    return {"player_id": player.id, "name": player.name, "token": token, "created_ms": player.created_ms}
+
+
+@router.get("/me", tags=["players"])
+async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
+    player = await players.get_player(host_of(request).game, player_id)
+    return {"player_id": player.id, "name": player.name, "created_ms": player.created_ms}
+
+
+@router.get("/wallet", tags=["players"])
+async def my_wallet(request: Request, player_id: PlayerId) -> dict[str, Any]:
+    """Balances and the newest ledger entries (oldest first)."""
+    return views.wallet_view(await wallet.read_wallet(host_of(request).game, player_id, ledger_limit=LEDGER_SHOWN))
+
+
+@router.get("/rounds/current", tags=["rounds"])
+async def current(request: Request) -> dict[str, Any]:
+    the_round = await rounds.current_round(host_of(request).game)
+    if the_round is None:
+        raise Problem(404, "no_open_round", "no round is open right now")
+    return await _round_json(request, the_round)
+
+
+@router.get("/rounds", tags=["rounds"])
+async def recent(request: Request, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> dict[str, Any]:
+    game = host_of(request).game
+    now = await rounds.server_ms(game)
+    return {"rounds": [views.round_view(r, now) for r in await rounds.list_rounds(game, limit)]}
+
+
+@router.get("/rounds/{round_id}", tags=["rounds"])
+async def one_round(request: Request, round_id: str) -> dict[str, Any]:
+    return await _round_json(request, await rounds.get_round(host_of(request).game, round_id))
+
+
+def _with_locks(guess: str | list[str | None], positions: dict[int, str]) -> str | list[str | None]:
+    """The guess with the proven keys of ``positions`` in place (a guess that does not split into six
+    slots is left as it is, for submit to refuse)."""
+    if not positions:
+        return guess
+    slots: list[str | None] = list(graphemes(guess)) if isinstance(guess, str) else list(guess)
+    if len(slots) != 6:
+        return guess
+    for position, key in positions.items():
+        slots[position] = key
+    return slots
+
+
+@router.post("/rounds/{round_id}/guesses", status_code=202, tags=["guesses"])
+async def submit_guess(
+    request: Request,
+    round_id: str,
+    new: NewGuess,
+    player_id: PlayerId,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> dict[str, Any]:
+    """Validate, overlay locks, charge and enqueue one guess (see docs/http-api.md for every status)."""
+    game = host_of(request).game
+    check_id(round_id, "RND")
+    wanted = sorted({locks.check_position(position) for position in new.locks or ()})
+    overlay: dict[int, str] = {}
+    if wanted:
+        proven = await locks.read_proven(game, round_id, player_id)
+        unproven = [position for position in wanted if position not in proven]
+        if unproven:
+            shown = ", ".join(str(position + 1) for position in unproven)
+            raise NotProven(f"position {shown} is not a proven hit of yours: only proven hits can be locked")
+        overlay = {position: proven[position] for position in wanted}
+    job = None
+    if idempotency_key is not None:
+        digest = idempotency.request_digest(round_id, new.model_dump())
+        job = await idempotency.job_for_key(game, player_id, idempotency_key, digest)
+    submission = await guesses.submit(game, round_id, player_id, _with_locks(new.guess, overlay), job_id=job)
+    if submission.refusal is not None:
+        extra = {"problem": submission.problem} if submission.problem else {}
+        status = REFUSAL_STATUS[submission.refusal]
+        code = "invalid_guess" if submission.refusal is guesses.Refusal.BAD_GUESS else submission.refusal.value
+        raise Problem(status, code, submission.detail, job_id=submission.job, **extra)
+    for position in wanted:  # admitted: the locks asked for hold from now on
+        await locks.lock(game, round_id, player_id, position)
+    return views.submission_view(submission)
+
+
+@router.get("/rounds/{round_id}/guesses", tags=["guesses"])
+async def my_guesses(
+    request: Request, round_id: str, player_id: PlayerId, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+) -> dict[str, Any]:
+    """The caller's own guesses in the round (oldest first), their locks and proven positions."""
+    game = host_of(request).game
+    await rounds.get_round(game, round_id)
+    mine = await guesses.player_guesses(game, round_id, player_id, limit)
+    held = await locks.read_locks(game, round_id, player_id)
+    proven = await locks.read_proven(game, round_id, player_id)
+    return {
+        "round_id": round_id,
+        "guesses": [views.guess_view(guess) for guess in mine],
+        "locks": {str(position): key for position, key in held.items()},
+        "proven": {str(position): key for position, key in proven.items()},
+    }
+
+
+@router.put("/rounds/{round_id}/locks/{position}", tags=["guesses"])
+async def lock_position(request: Request, round_id: str, position: int, player_id: PlayerId) -> dict[str, Any]:
+    key = await locks.lock(host_of(request).game, round_id, player_id, position)
+    return {"position": position, "key": key}
+
+
+@router.delete("/rounds/{round_id}/locks/{position}", tags=["guesses"])
+async def unlock_position(
+    request: Request, round_id: str, position: int, player_id: PlayerId
+) -> dict[str, Any]:
+    check_id(round_id, "RND")
+    removed = await locks.unlock(host_of(request).game, round_id, player_id, position)
+    return {"position": position, "removed": removed}
+
+
+@router.get("/rounds/{round_id}/leaderboard", tags=["rounds"])
+async def board(
+    request: Request, round_id: str, limit: Annotated[int, Query(ge=1, le=1000)] = 50
+) -> dict[str, Any]:
+    game = host_of(request).game
+    await rounds.get_round(game, round_id)
+    entries = await leaderboard.read_board(game, round_id, limit)
+    return {"round_id": round_id, "entries": [views.entry_view(entry) for entry in entries]}
+
+
+async def job_json(request: Request, job_id: str) -> dict[str, Any]:
+    """Where the job is, its attempts token and its scored count (no ownership check)."""
+    game = host_of(request).game
+    guess_id = guess_of(job_id)
+    with translate_errors():
+        info = await game.bus.inspect(job_id)
+        pipe = game.redis.pipeline(transaction=False)
+        pipe.exists(game.keys.guess(guess_id))
+        pipe.time()
+        count, (seconds, micros) = await pipe.execute()
+    now = int(seconds) * 1000 + int(micros) // 1000
+    return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now)
+
+
+@router.get("/jobs/{job_id}", tags=["guesses"])
+async def job(request: Request, job_id: str) -> dict[str, Any]:
+    """A guess job of the caller's (the operator token sees any): its location in the bus's keyspace,
+    its attempts token (the fence) and how many guess records exist for it."""
+    check_id(job_id, JOB)
+    token = bearer(request)
+    if not is_operator(request, token):
+        player_id = await player_of(request, token)
+        with translate_errors():
+            info = await host_of(request).game.bus.inspect(job_id)  # UnknownJob -> 404
+        if info.lane != player_id:
+            raise UnknownJob(f"no job {job_id} of yours")
+    return await job_json(request, job_id)

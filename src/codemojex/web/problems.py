@@ -1,0 +1,125 @@
+"""The one JSON error shape of the API, and the HTTP status of every error and refusal.
+
+``{"error": {"code": "...", "message": "...", "status": 402}}``, with extra fields where they help
+(``problem`` for a bad guess, ``errors`` for a malformed body). The ``code`` is stable: it is the
+:class:`~codemojex.errors.CodemojexError` ``code``, or the :class:`~codemojex.guesses.Refusal` value,
+or one of the host's own (``unauthorized``, ``forbidden``, ``body_too_large``, ``malformed_body``,
+``no_open_round``, ``not_found``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from codemojex import errors
+from codemojex.guesses import Refusal
+
+# The status of each error class; the first match in this order wins (subclasses first).
+_ERROR_STATUS: tuple[tuple[type[errors.CodemojexError], int], ...] = (
+    (errors.InvalidInput, 400),
+    (errors.NotProven, 400),
+    (errors.NotFound, 404),
+    (errors.RoundClosed, 409),
+    (errors.Unavailable, 503),
+    (errors.ScriptError, 500),
+)
+
+REFUSAL_STATUS: dict[Refusal, int] = {
+    Refusal.BAD_GUESS: 400,
+    Refusal.INSUFFICIENT_FUNDS: 402,
+    Refusal.ROUND_CLOSED: 409,
+    Refusal.ROUND_NOT_OPEN: 409,
+    Refusal.ALREADY_SOLVED: 409,
+    Refusal.MAX_GUESSES: 409,
+    Refusal.IDEMPOTENCY_CONFLICT: 409,
+    Refusal.TOO_MANY_QUEUED: 429,
+}
+
+
+class Problem(Exception):
+    """An API error: raised by a route, answered as the JSON error shape with ``status``."""
+
+    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.extra = extra
+
+
+def body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status, **extra}}
+
+
+def respond(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body(status, code, message, **extra), status_code=status, headers=headers)
+
+
+def status_of(error: errors.CodemojexError) -> int:
+    for kind, status in _ERROR_STATUS:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+def from_error(error: errors.CodemojexError) -> Problem:
+    extra: dict[str, Any] = {}
+    if isinstance(error, errors.InvalidGuess):
+        extra["problem"] = error.problem
+    return Problem(status_of(error), error.code, str(error), **extra)
+
+
+async def on_problem(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Problem)
+    return respond(exc.status, exc.code, exc.message, **exc.extra)
+
+
+async def on_game_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, errors.CodemojexError)
+    problem = from_error(exc)
+    return respond(problem.status, problem.code, problem.message, **problem.extra)
+
+
+async def on_malformed(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = [
+        {"loc": [str(part) for part in item.get("loc", ())], "msg": str(item.get("msg", ""))}
+        for item in exc.errors()
+    ]
+    return respond(422, "malformed_body", "the request is not what this endpoint takes", errors=details)
+
+
+_HTTP_CODES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+}
+
+
+async def on_http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return respond(exc.status_code, code, str(exc.detail))
+
+
+def translated(exc: Exception) -> errors.CodemojexError:
+    """An EchoMQ or redis-py error as the game's (see :func:`codemojex.game.translate_errors`)."""
+    from codemojex.game import translate_errors  # noqa: PLC0415  (problems is imported by the game's callers)
+
+    try:
+        with translate_errors():
+            raise exc
+    except errors.CodemojexError as game_error:
+        return game_error
+
+
+async def on_foreign_error(request: Request, exc: Exception) -> JSONResponse:
+    return await on_game_error(request, translated(exc))

@@ -1,0 +1,730 @@
+// Codemojex · Play page.
+//
+// Join as a player (or reuse the stored session), load the open round, and build a guess of six emoji
+// with the mouse or the keyboard; locked positions are filled in by the server (sent as null). Submit
+// with a fresh Idempotency-Key per guess (the same key when a guess is retried after a network error).
+// The player's guesses, wallet and the leaderboard stay live through /api/events (SSE) with polling as
+// the fallback. A 401 anywhere forgets the session and shows the join form again.
+
+import {
+  api, ApiError, isRetryable, getSession, clearSession, join, newIdempotencyKey,
+  el, clear, setText, byTestId, showMessage, renderMarks, countsText, friendlyError,
+  formatClock, formatDuration, serverClock, every,
+} from "/static/common.js";
+
+const LENGTH = 6;
+const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
+const PENDING = new Set(["queued", "delayed", "active"]);
+
+const ui = {
+  message: byTestId("message"),
+  joinForm: byTestId("join-form"),
+  form: document.getElementById("join-form"),
+  name: byTestId("name"),
+  joinButton: byTestId("join"),
+  game: byTestId("game"),
+  playerName: byTestId("player-name"),
+  leave: byTestId("leave"),
+  balances: document.getElementById("balances"),
+  price: byTestId("price"),
+  roundId: byTestId("round-id"),
+  roundStatus: byTestId("round-status"),
+  roundTimer: byTestId("round-timer"),
+  live: byTestId("live"),
+  solved: byTestId("solved"),
+  closed: byTestId("round-closed"),
+  secret: byTestId("secret"),
+  nextRound: byTestId("next-round"),
+  panel: byTestId("board-panel"),
+  slots: document.getElementById("slots"),
+  keyboard: byTestId("keyboard"),
+  submit: byTestId("submit"),
+  clearButton: byTestId("clear"),
+  guesses: byTestId("guesses"),
+  guessCount: document.getElementById("guess-count"),
+  noGuesses: document.getElementById("no-guesses"),
+  boardBody: document.getElementById("board-body"),
+};
+
+const state = {
+  session: null,
+  round: null,
+  nextRound: null,
+  slots: Array(LENGTH).fill(null),
+  cursor: 0,
+  locks: {},
+  proven: {},
+  guesses: [],
+  wallet: null,
+  retry: null, // {fingerprint, key}: the Idempotency-Key of a guess whose effect is unknown
+  submitting: false,
+  events: null,
+  live: "off",
+  timers: [],
+  roundRetry: null,
+};
+
+const clock = serverClock();
+
+// ---------------------------------------------------------------------------------------------
+// Calls
+
+/** A player call: the stored token; a 401 forgets the session and shows the join form. */
+async function call(method, path, options = {}) {
+  if (!state.session) throw new ApiError("not joined", { status: 401, code: "unauthorized" });
+  try {
+    return await api(method, path, { ...options, token: state.session.token });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      clearSession();
+      showJoin(friendlyError(err));
+    }
+    throw err;
+  }
+}
+
+const roundPath = (suffix = "") => `/api/rounds/${encodeURIComponent(state.round.round_id)}${suffix}`;
+
+// ---------------------------------------------------------------------------------------------
+// Session: join form and start
+
+function showJoin(text) {
+  stopRound();
+  state.session = null;
+  state.round = null;
+  ui.game.hidden = true;
+  ui.joinForm.hidden = false;
+  showMessage(ui.message, text || "", text ? "warn" : "info");
+  ui.name.focus();
+}
+
+async function onJoin(event) {
+  event.preventDefault();
+  const name = ui.name.value.trim();
+  if (!name) {
+    showMessage(ui.message, "Type a name first.", "error");
+    return;
+  }
+  ui.joinButton.disabled = true;
+  try {
+    state.session = await join(name);
+    showMessage(ui.message, "");
+    startGame();
+  } catch (err) {
+    showMessage(ui.message, friendlyError(err), "error");
+  } finally {
+    ui.joinButton.disabled = false;
+  }
+}
+
+function onLeave() {
+  clearSession();
+  showJoin("");
+}
+
+function startGame() {
+  ui.joinForm.hidden = true;
+  ui.game.hidden = false;
+  ui.playerName.textContent = state.session.name || state.session.player_id;
+  refreshWallet().catch(() => {});
+  loadRound();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The round
+
+async function loadRound() {
+  clearTimeout(state.roundRetry);
+  try {
+    const round = await call("GET", "/api/rounds/current");
+    setRound(round);
+  } catch (err) {
+    if (!state.session) return;
+    if (err instanceof ApiError && err.code === "no_open_round") {
+      showNoRound();
+    } else {
+      showMessage(ui.message, friendlyError(err), "error");
+    }
+    state.roundRetry = setTimeout(loadRound, 3000);
+  }
+}
+
+function showNoRound() {
+  stopRound();
+  state.round = null;
+  ui.panel.hidden = true;
+  ui.closed.hidden = true;
+  ui.solved.hidden = true;
+  setText(ui.roundId, "–");
+  setText(ui.roundStatus, "none");
+  ui.roundStatus.dataset.state = "none";
+  setText(ui.roundTimer, "");
+  clear(ui.guesses);
+  ui.noGuesses.hidden = false;
+  renderBoard([]);
+  showMessage(ui.message, friendlyError(new ApiError("", { code: "no_open_round", status: 404 })), "info");
+}
+
+function setRound(round) {
+  const same = state.round && state.round.round_id === round.round_id;
+  clock.update(round.server_ms);
+  state.round = round;
+  if (!same) {
+    stopRound();
+    state.nextRound = null;
+    state.slots = Array(LENGTH).fill(null);
+    state.cursor = 0;
+    state.guesses = [];
+    state.locks = {};
+    state.proven = {};
+    state.retry = null;
+    showMessage(ui.message, "");
+    renderKeyboard();
+    startRoundTimers();
+    openEvents();
+    refreshGuesses().catch(() => {});
+    refreshBoard().catch(() => {});
+  }
+  renderRound();
+  renderSlots();
+  renderWallet();
+}
+
+function isClosed() {
+  return Boolean(state.round && (state.round.status === "closed" || state.round.secret));
+}
+
+function isSolved() {
+  return state.guesses.some((g) => g.feedback && g.feedback.solved);
+}
+
+function renderRound() {
+  const round = state.round;
+  ui.panel.hidden = !round;
+  if (!round) return;
+  setText(ui.roundId, round.round_id);
+  setText(ui.roundStatus, round.status);
+  ui.roundStatus.dataset.state = round.status;
+  const closed = isClosed();
+  ui.closed.hidden = !closed;
+  if (closed) {
+    setText(ui.secret, Array.isArray(round.secret) ? round.secret.join(" ") : String(round.secret || "?"));
+    ui.nextRound.hidden = !state.nextRound;
+  }
+  renderTimer();
+  renderInputEnabled();
+}
+
+function renderTimer() {
+  const round = state.round;
+  if (!round) return;
+  const now = clock.now();
+  let text = "";
+  if (isClosed()) text = round.closed_ms ? `closed at ${formatClock(round.closed_ms)}` : "closed";
+  else if (round.opens_ms && round.opens_ms > now) text = `opens in ${formatDuration(round.opens_ms - now)}`;
+  else if (round.closes_ms) text = round.closes_ms > now ? `closes in ${formatDuration(round.closes_ms - now)}` : "closing…";
+  else text = "no time limit";
+  if (round.max_guesses) text += ` · at most ${round.max_guesses} guesses`;
+  setText(ui.roundTimer, text);
+}
+
+/** While the round is closed: look for the next open round, offered with a button. */
+async function checkRound() {
+  if (!state.round) return;
+  if (!isClosed()) {
+    const round = await call("GET", roundPath());
+    if (round.status !== state.round.status || round.secret) setRound(round);
+    return;
+  }
+  try {
+    const current = await call("GET", "/api/rounds/current");
+    if (current.round_id !== state.round.round_id) {
+      state.nextRound = current;
+      ui.nextRound.hidden = false;
+    }
+  } catch (err) {
+    if (!(err instanceof ApiError && err.code === "no_open_round")) throw err;
+  }
+}
+
+function onNextRound() {
+  if (state.nextRound) setRound(state.nextRound);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timers and live events
+
+function startRoundTimers() {
+  state.timers.push(
+    every(2000, async () => {
+      if (state.guesses.some((g) => PENDING.has(g.state))) await refreshGuesses();
+    }),
+    every(5000, async () => {
+      if (state.live !== "live") await refreshBoard();
+    }),
+    every(3000, checkRound),
+    every(1000, renderTimer),
+  );
+}
+
+function stopRound() {
+  state.timers.forEach((timer) => timer.stop());
+  state.timers = [];
+  closeEvents();
+}
+
+function openEvents() {
+  closeEvents();
+  if (!("EventSource" in window) || !state.round || !state.session) {
+    setLive("polling");
+    return;
+  }
+  const query = new URLSearchParams({ round_id: state.round.round_id, token: state.session.token });
+  const source = new EventSource(`/api/events?${query}`);
+  state.events = source;
+  source.addEventListener("open", () => setLive("live"));
+  source.addEventListener("hello", () => setLive("live"));
+  source.addEventListener("scored", onScoredEvent);
+  source.addEventListener("leaderboard", onBoardEvent);
+  source.addEventListener("error", () => {
+    if (state.events !== source) return;
+    setLive("polling");
+    if (source.readyState === EventSource.CLOSED) {
+      // the server refused the stream (or it is not there): poll, and try the stream again later
+      state.events = null;
+      setTimeout(() => {
+        if (!state.events && state.round && state.session) openEvents();
+      }, 15000);
+    }
+  });
+}
+
+function closeEvents() {
+  if (state.events) state.events.close();
+  state.events = null;
+  setLive("off");
+}
+
+function setLive(live) {
+  state.live = live;
+  ui.live.dataset.live = live;
+  const text = { live: "live", polling: "polling", off: "offline" }[live] || live;
+  setText(ui.live.querySelector(".live-text"), text);
+  ui.live.title = live === "live" ? "Live updates over server-sent events" : "Live updates unavailable: polling";
+}
+
+function parseEvent(event) {
+  try {
+    return JSON.parse(event.data);
+  } catch {
+    return null;
+  }
+}
+
+function onScoredEvent(event) {
+  const data = parseEvent(event);
+  if (data && state.round && data.round_id && data.round_id !== state.round.round_id) return;
+  refreshGuesses().catch(() => {});
+  refreshWallet().catch(() => {});
+  refreshBoard().catch(() => {});
+}
+
+function onBoardEvent(event) {
+  const data = parseEvent(event);
+  if (!data || !state.round || (data.round_id && data.round_id !== state.round.round_id)) return;
+  renderBoard(data.entries || []);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data refreshes
+
+async function refreshWallet() {
+  state.wallet = await call("GET", "/api/wallet");
+  renderWallet();
+}
+
+async function refreshGuesses() {
+  if (!state.round) return;
+  const roundId = state.round.round_id;
+  const data = await call("GET", roundPath("/guesses"));
+  if (!state.round || state.round.round_id !== roundId) return;
+  const wasPending = state.guesses.filter((g) => PENDING.has(g.state)).length;
+  state.guesses = data.guesses || [];
+  state.locks = data.locks || {};
+  state.proven = data.proven || {};
+  const nowPending = state.guesses.filter((g) => PENDING.has(g.state)).length;
+  normalizeCursor();
+  renderGuesses();
+  renderSlots();
+  renderInputEnabled();
+  if (nowPending < wasPending) refreshBoard().catch(() => {});
+}
+
+async function refreshBoard() {
+  if (!state.round) return;
+  const data = await call("GET", roundPath("/leaderboard?limit=50"));
+  renderBoard(data.entries || []);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wallet
+
+const plural = (amount, currency) => `${amount} ${currency}${amount === 1 ? "" : "s"}`;
+
+/** The first price of the round's list the wallet can pay, or null. */
+function nextPrice() {
+  if (!state.round || !state.wallet) return null;
+  const balances = state.wallet.balances || {};
+  return (state.round.prices || []).find((p) => (balances[p.currency] || 0) >= p.amount) || null;
+}
+
+function renderWallet() {
+  const balances = (state.wallet && state.wallet.balances) || {};
+  const order = [...new Set([...((state.round && state.round.prices) || []).map((p) => p.currency), ...Object.keys(balances)])];
+  clear(ui.balances);
+  for (const currency of order) {
+    ui.balances.append(el("span", { class: "balance-item", title: currency },
+      el("span", { class: "emoji", "aria-hidden": "true" }, CURRENCY_ICONS[currency] || "💰"),
+      el("span", { dataset: { testid: "balance", currency } }, balances[currency] ?? 0),
+      el("span", { class: "muted small" }, currency)));
+  }
+  if (!state.wallet || !state.round) {
+    setText(ui.price, "");
+    return;
+  }
+  const price = nextPrice();
+  setText(ui.price, price ? `next guess: ${plural(price.amount, price.currency)}` : "you cannot pay for another guess");
+  ui.price.dataset.currency = price ? price.currency : "";
+  ui.price.dataset.amount = price ? price.amount : "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slots, cursor and keys
+
+const isLocked = (i) => Object.prototype.hasOwnProperty.call(state.locks, String(i));
+const unlockedPositions = () => [...Array(LENGTH).keys()].filter((i) => !isLocked(i));
+
+/** Keep the cursor on an unlocked slot (or at LENGTH, past the end). */
+function normalizeCursor() {
+  if (state.cursor < LENGTH && isLocked(state.cursor)) {
+    const next = unlockedPositions().find((i) => i > state.cursor);
+    state.cursor = next === undefined ? LENGTH : next;
+  }
+  for (const i of Object.keys(state.locks)) state.slots[Number(i)] = null;
+}
+
+function nextUnlocked(from) {
+  const next = unlockedPositions().find((i) => i > from);
+  return next === undefined ? LENGTH : next;
+}
+
+function prevUnlocked(from) {
+  const prev = unlockedPositions().filter((i) => i < from).pop();
+  return prev === undefined ? -1 : prev;
+}
+
+function firstUnlocked() {
+  const first = unlockedPositions()[0];
+  return first === undefined ? LENGTH : first;
+}
+
+function canType() {
+  return Boolean(state.round) && !isClosed() && !isSolved() && !state.submitting;
+}
+
+function pickKey(key) {
+  if (!canType()) return;
+  if (state.cursor >= LENGTH) {
+    showMessage(ui.message, "All six are filled: press Enter or Submit (Backspace to change).", "info");
+    return;
+  }
+  state.slots[state.cursor] = key;
+  state.cursor = nextUnlocked(state.cursor);
+  renderSlots();
+}
+
+/** Backspace: clear the unlocked slot before the cursor and move the cursor there. */
+function backspace() {
+  const prev = prevUnlocked(state.cursor);
+  if (prev < 0) return;
+  state.slots[prev] = null;
+  state.cursor = prev;
+  renderSlots();
+}
+
+function deleteHere() {
+  if (state.cursor < LENGTH) state.slots[state.cursor] = null;
+  renderSlots();
+}
+
+function moveCursor(step) {
+  const target = step < 0 ? prevUnlocked(state.cursor) : nextUnlocked(state.cursor);
+  if (target < 0) return;
+  state.cursor = target;
+  renderSlots();
+}
+
+function clearSlots() {
+  state.slots = Array(LENGTH).fill(null);
+  state.cursor = firstUnlocked();
+  renderSlots();
+}
+
+function onSlotClick(event) {
+  const slot = event.target.closest('[data-testid="slot"]');
+  if (!slot || !canType()) return;
+  const i = Number(slot.dataset.position);
+  if (isLocked(i)) return;
+  state.cursor = i;
+  renderSlots();
+}
+
+function onKeyClick(event) {
+  const key = event.target.closest('[data-testid="key"]');
+  if (key) pickKey(key.dataset.key);
+}
+
+function onKeydown(event) {
+  if (ui.game.hidden || !state.round || event.ctrlKey || event.metaKey || event.altKey) return;
+  const tag = event.target && event.target.tagName;
+  if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+  const actions = {
+    Backspace: backspace,
+    Delete: deleteHere,
+    ArrowLeft: () => moveCursor(-1),
+    ArrowRight: () => moveCursor(1),
+    Escape: () => canType() && clearSlots(),
+    Enter: submit,
+  };
+  if (/^[1-9]$/.test(event.key)) {
+    const key = (state.round.keyboard || [])[Number(event.key) - 1];
+    if (key) pickKey(key);
+    event.preventDefault();
+  } else if (actions[event.key]) {
+    event.preventDefault();
+    if (event.key === "Enter" || canType()) actions[event.key]();
+  }
+}
+
+function renderKeyboard() {
+  clear(ui.keyboard);
+  (state.round.keyboard || []).forEach((key, i) => {
+    ui.keyboard.append(el("button", {
+      type: "button", class: "key", title: `${key} (key ${i + 1})`, "aria-label": `key ${i + 1}: ${key}`,
+      dataset: { testid: "key", key, index: i + 1 },
+    }, el("span", { class: "hint", "aria-hidden": "true" }, i < 9 ? i + 1 : ""), key));
+  });
+}
+
+function slotColumn(i) {
+  const locked = isLocked(i);
+  const key = locked ? state.locks[String(i)] : state.slots[i];
+  const active = !locked && i === state.cursor && canType();
+  const slot = el("button", {
+    type: "button",
+    class: `slot${active ? " active" : ""}`,
+    "aria-label": `position ${i + 1}: ${key || "empty"}${locked ? " (locked)" : ""}`,
+    "aria-current": active ? "true" : null,
+    "aria-disabled": locked ? "true" : null,
+    dataset: { testid: "slot", position: i, filled: key ? 1 : 0, locked: locked ? 1 : 0, active: active ? 1 : 0 },
+  },
+  el("span", { class: "pos", "aria-hidden": "true" }, i + 1),
+  key || "",
+  locked ? el("span", { class: "lock", "aria-hidden": "true" }, "🔒") : null);
+  return el("div", { class: "slot-col" }, slot, lockToggle(i, locked));
+}
+
+function lockToggle(i, locked) {
+  const proven = state.proven[String(i)];
+  if (!locked && !proven) return el("span", { class: "lock-spacer", "aria-hidden": "true" });
+  const label = locked ? `Unlock position ${i + 1}` : `Lock position ${i + 1} to ${proven} (a proven hit)`;
+  return el("button", {
+    type: "button", class: "lock-toggle", title: label, "aria-label": label, disabled: isClosed() ? true : null,
+    dataset: { testid: "lock-toggle", position: i, locked: locked ? 1 : 0 },
+  }, locked ? "🔒 unlock" : "🔓 lock");
+}
+
+function renderSlots() {
+  clear(ui.slots);
+  for (let i = 0; i < LENGTH; i += 1) ui.slots.append(slotColumn(i));
+  renderInputEnabled();
+}
+
+function renderInputEnabled() {
+  const typing = canType();
+  ui.keyboard.querySelectorAll("button").forEach((b) => { b.disabled = !typing; });
+  ui.clearButton.disabled = !typing;
+  const complete = currentGuess() !== null;
+  ui.submit.disabled = !typing || !complete;
+  ui.submit.textContent = state.submitting ? "Submitting…" : state.retry ? "Retry guess" : "Submit guess";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locks
+
+async function onLockToggle(event) {
+  const button = event.target.closest('[data-testid="lock-toggle"]');
+  if (!button || !state.round) return;
+  const i = Number(button.dataset.position);
+  const locked = button.dataset.locked === "1";
+  button.disabled = true;
+  try {
+    if (locked) {
+      const key = state.locks[String(i)];
+      await call("DELETE", roundPath(`/locks/${i}`));
+      delete state.locks[String(i)];
+      state.slots[i] = key || null; // keep the key in the slot: the player may still want it
+      showMessage(ui.message, `Position ${i + 1} unlocked.`, "info");
+    } else {
+      const result = await call("PUT", roundPath(`/locks/${i}`));
+      state.locks[String(i)] = result && result.key ? result.key : state.proven[String(i)];
+      showMessage(ui.message, `Position ${i + 1} locked to ${state.locks[String(i)]}: it is filled in for every guess.`, "ok");
+    }
+    normalizeCursor();
+    renderSlots();
+    refreshGuesses().catch(() => {});
+  } catch (err) {
+    showMessage(ui.message, friendlyError(err), "error");
+    button.disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submit
+
+/** The guess as the server takes it: six keys, null at locked positions; null when incomplete. */
+function currentGuess() {
+  const guess = [];
+  for (let i = 0; i < LENGTH; i += 1) {
+    if (isLocked(i)) guess.push(null);
+    else if (state.slots[i]) guess.push(state.slots[i]);
+    else return null;
+  }
+  return guess;
+}
+
+/** The same guess retried keeps its Idempotency-Key; anything else gets a fresh one. */
+function idempotencyKeyFor(guess) {
+  const fingerprint = JSON.stringify([state.round.round_id, guess]);
+  if (!state.retry || state.retry.fingerprint !== fingerprint) state.retry = { fingerprint, key: newIdempotencyKey() };
+  return state.retry.key;
+}
+
+async function submit() {
+  if (!canType()) return;
+  const guess = currentGuess();
+  if (!guess) {
+    showMessage(ui.message, "Fill all six positions first.", "error");
+    return;
+  }
+  const key = idempotencyKeyFor(guess);
+  state.submitting = true;
+  renderInputEnabled();
+  try {
+    const result = await call("POST", roundPath("/guesses"), { body: { guess }, headers: { "Idempotency-Key": key } });
+    state.retry = null;
+    showMessage(ui.message, admittedText(result), "ok");
+    state.submitting = false;
+    clearSlots();
+    refreshWallet().catch(() => {});
+    refreshGuesses().catch(() => {});
+  } catch (err) {
+    if (!isRetryable(err)) state.retry = null;
+    if (!state.session) return;
+    showMessage(ui.message, friendlyError(err), isRetryable(err) ? "warn" : "error");
+    afterRefusal(err);
+  } finally {
+    state.submitting = false;
+    renderInputEnabled();
+  }
+}
+
+function admittedText(result) {
+  const charged = result && result.charged;
+  const price = charged ? plural(charged.amount, charged.currency) : "nothing";
+  if (result && result.status === "duplicate") return `Already admitted (a retry of the same guess): charged ${price} once, not again.`;
+  return `Admitted, charged ${price}. Waiting for the score…`;
+}
+
+function afterRefusal(err) {
+  if (!(err instanceof ApiError)) return;
+  if (["round_closed", "round_not_open", "unknown_round"].includes(err.code)) checkRound().catch(() => {});
+  if (["already_solved", "max_guesses", "not_proven"].includes(err.code)) refreshGuesses().catch(() => {});
+  if (err.code === "insufficient_funds") refreshWallet().catch(() => {});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guesses and leaderboard
+
+function guessRow(g) {
+  const keys = el("span", { class: "guess-keys", "aria-label": "guess" }, (g.guess || []).map((k) => el("span", {}, k)));
+  const cells = el("span", { class: "cells" }, keys);
+  if (g.feedback) cells.append(renderMarks(g.feedback.marks));
+  const stateText = g.state === "scored" && g.feedback
+    ? `${g.feedback.hits} hit${g.feedback.hits === 1 ? "" : "s"} · ${g.feedback.nears} near${g.feedback.nears === 1 ? "" : "s"}`
+    : { queued: "waiting…", delayed: "delayed…", active: "scoring…", dead: "could not be scored" }[g.state] || g.state;
+  return el("li", { class: "guess-row", dataset: { testid: "guess-row", job: g.job_id, state: g.state } },
+    el("span", { class: "attempt", title: g.job_id }, g.attempt ? `#${g.attempt}` : "…"),
+    cells,
+    el("span", { class: "row", style: "flex-direction:column;align-items:flex-end;gap:0.1rem" },
+      el("span", { class: "badge", dataset: { testid: "guess-state", state: g.state } }, g.state),
+      el("span", { class: "muted small" }, stateText),
+      el("span", { class: "muted small" }, formatClock(g.scored_ms || g.submitted_ms))));
+}
+
+function renderGuesses() {
+  clear(ui.guesses);
+  const newestFirst = [...state.guesses].reverse();
+  newestFirst.forEach((g) => ui.guesses.append(guessRow(g)));
+  ui.noGuesses.hidden = state.guesses.length > 0;
+  setText(ui.guessCount, state.guesses.length ? `(${state.guesses.length})` : "");
+  const solvedGuess = state.guesses.find((g) => g.feedback && g.feedback.solved);
+  ui.solved.hidden = !solvedGuess;
+  if (solvedGuess) {
+    const n = solvedGuess.attempt || state.guesses.indexOf(solvedGuess) + 1;
+    setText(ui.solved, `🎉 Solved in ${n} attempt${n === 1 ? "" : "s"}!`);
+    ui.solved.dataset.attempts = n;
+  }
+}
+
+function boardRow(entry) {
+  const me = state.session && entry.player_id === state.session.player_id;
+  return el("tr", { class: me ? "me" : null, dataset: { testid: "board-row", player: entry.player_id, rank: entry.rank } },
+    el("td", { class: "num" }, entry.rank),
+    el("td", {}, entry.name, me ? " (you)" : ""),
+    el("td", { class: "emoji", title: `${entry.hits} hits, ${entry.nears} nears` }, countsText(entry.hits, entry.nears)),
+    el("td", { class: "num" }, entry.attempts),
+    el("td", {}, entry.solved ? "✅" : ""));
+}
+
+function renderBoard(entries) {
+  clear(ui.boardBody);
+  if (!entries.length) {
+    ui.boardBody.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "No scored guesses yet.")));
+    return;
+  }
+  entries.forEach((entry) => ui.boardBody.append(boardRow(entry)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Boot
+
+function boot() {
+  ui.form.addEventListener("submit", onJoin);
+  ui.leave.addEventListener("click", onLeave);
+  ui.keyboard.addEventListener("click", onKeyClick);
+  ui.slots.addEventListener("click", (event) => {
+    if (event.target.closest('[data-testid="lock-toggle"]')) onLockToggle(event);
+    else onSlotClick(event);
+  });
+  ui.submit.addEventListener("click", submit);
+  ui.clearButton.addEventListener("click", clearSlots);
+  ui.nextRound.addEventListener("click", onNextRound);
+  document.addEventListener("keydown", onKeydown);
+  window.addEventListener("pagehide", closeEvents);
+  state.session = getSession();
+  if (state.session) startGame();
+  else showJoin("");
+}
+
+boot();
