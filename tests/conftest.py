@@ -17,7 +17,8 @@ import redis
 from echomq import Bus
 from echomq.server import RedisProcess, find_redis_server
 
-pytest_plugins = ("tests.support.game",)  # the game fixtures: game, the_round, player, game_probe
+# The game fixtures (game, the_round, player, game_probe) and the web ones (served, operator, score_worker).
+pytest_plugins = ("tests.support.game", "tests.support.web")
 
 _counter = itertools.count()
 

@@ -42,7 +42,7 @@ from echomq.server import RedisProcess
 DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"
 REDIS_PID_FILE = "redis.pid"
-TOKEN_FILE = "operator-token"
+TOKEN_FILE = "operator-token"  # noqa: S105  (a file name, not a secret)
 WORKER_LEASE_MS = 5000  # short, so the proof page's crashed job returns within seconds (renewed meanwhile)
 WORKER_SWEEP_S = 1.0
 WORKER_GRACE_S = 5.0
@@ -165,7 +165,7 @@ class WorkerSupervisor:
             self.env[faults.ENV] = ",".join([*listed, faults.REQUESTED])
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
-        self.stopping = False
+        self.stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def status(self) -> WorkerStatus:
@@ -175,21 +175,25 @@ class WorkerSupervisor:
 
     def _spawn(self) -> None:
         # Its own session: a terminal's Ctrl-C reaches serve alone, which stops the worker before Redis.
-        self.process = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.process = subprocess.Popen(
+            self.argv, env=self.env, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
     async def _watch(self) -> None:
         delay = RESTART_DELAY_S
-        while not self.stopping:
+        while not self.stopping.is_set():
             assert self.process is not None
             born = time.monotonic()
             code = await asyncio.to_thread(self.process.wait)
-            if self.stopping:
+            if self.stopping.is_set():
                 return
-            delay = min(2 * delay, RESTART_DELAY_MAX_S) if time.monotonic() - born < YOUNG_S else RESTART_DELAY_S
+            delay = (
+                min(2 * delay, RESTART_DELAY_MAX_S) if time.monotonic() - born < YOUNG_S else RESTART_DELAY_S
+            )
             how = f"signal {-code}" if code < 0 else f"exit {code}"
             _say(f"score worker pid {self.process.pid} ended ({how}); a new one in {delay:.1f}s")
             await asyncio.sleep(delay)
-            if self.stopping:
+            if self.stopping.is_set():
                 return
             self.restarts += 1
             self._spawn()
@@ -200,7 +204,7 @@ class WorkerSupervisor:
 
     async def stop(self) -> None:
         """SIGTERM: the worker drains or releases its in-flight jobs; SIGKILL after its grace."""
-        self.stopping = True
+        self.stopping.set()
         process = self.process
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -282,7 +286,7 @@ async def serve(options: ServeOptions) -> int:
             loop.add_signal_handler(sig, stop.set)
         serving = asyncio.create_task(server.serve(), name="uvicorn")
         try:
-            while not server.started and not serving.done():
+            while not server.started and not serving.done():  # noqa: ASYNC110  (uvicorn sets a plain flag)
                 await asyncio.sleep(0.05)
             if serving.done():  # it could not bind, say
                 await supervisor.stop()

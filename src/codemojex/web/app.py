@@ -86,5 +86,5 @@ def _page(name: str) -> Any:
     async def page() -> FileResponse:
         return FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
 
-    page.__name__ = f"page_{name.split('.')[0]}"
+    page.__name__ = f"page_{name.split('.', maxsplit=1)[0]}"
     return page

@@ -28,7 +28,9 @@ def bearer(request: Request) -> str | None:
 
 def is_operator(request: Request, token: str | None) -> bool:
     expected = host_of(request).config.operator_token
-    return bool(expected) and token is not None and secrets.compare_digest(token.encode(), expected.encode())
+    if not expected or token is None:
+        return False
+    return secrets.compare_digest(token.encode(), expected.encode())
 
 
 async def player_of(request: Request, token: str | None) -> str:

@@ -118,7 +118,10 @@ class Hub:
 
     async def _publish_board(self, round_id: str) -> None:
         entries = await leaderboard.read_board(self.game, round_id, BOARD_SHOWN)
-        event: Event = ("leaderboard", {"round_id": round_id, "entries": [views.entry_view(e) for e in entries]})
+        event: Event = (
+            "leaderboard",
+            {"round_id": round_id, "entries": [views.entry_view(e) for e in entries]},
+        )
         for subscriber in list(self.rounds.get(round_id, ())):
             subscriber.offer(event)
 
@@ -130,6 +133,7 @@ class Hub:
                 while subscriber.queue.full():
                     subscriber.queue.get_nowait()
                 subscriber.queue.put_nowait(None)
+        self.rounds.clear()  # each follower ends after its current XREAD (at most BLOCK_MS)
         for task in list(self.followers.values()):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

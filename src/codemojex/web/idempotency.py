@@ -4,7 +4,8 @@ The first request with a key mints a JOB id and stores ``<JOB> <digest>`` under 
 SHA-256 (``SET NX``, kept :data:`KEPT_MS`); the digest is of the request *as sent* (round, guess, locks),
 so a retry is recognised even if the player's locks changed meanwhile. A later request with the same key
 and the same digest gets the same JOB id, which :func:`codemojex.guesses.submit` answers as a duplicate
-(nothing charged); a different request under the same key is 409 ``idempotency_conflict``. Concurrent
+(nothing charged); a different request under the same key is 409 ``idempotency_conflict``. A refused
+guess (no funds, a closed round) forgets the key it stored, so the refusal leaves no trace. Concurrent
 requests with one key race on ``SET NX``: one stores its JOB id, the others read it.
 """
 
@@ -35,15 +36,16 @@ def request_digest(round_id: str, request: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def job_for_key(game: Game, player_id: str, key: str, digest: str) -> str:
-    """The JOB id that ``key`` names for this player's request ``digest`` (minted the first time)."""
+async def job_for_key(game: Game, player_id: str, key: str, digest: str) -> tuple[str, bool]:
+    """The JOB id that ``key`` names for this player's request ``digest`` (minted the first time), and
+    whether this call stored it."""
     key_digest = hashlib.sha256(check_key(key).encode()).hexdigest()
     redis_key = game.keys.idempotency(player_id, key_digest)
     fresh = ids.mint(JOB)
     with translate_errors():
         for _ in range(3):  # a stored key can expire between the SET NX and the GET: try again
             if await game.redis.set(redis_key, f"{fresh} {digest}".encode(), nx=True, px=KEPT_MS):
-                return fresh
+                return fresh, True
             stored = await game.redis.get(redis_key)
             if stored is not None:
                 break
@@ -54,4 +56,12 @@ async def job_for_key(game: Game, player_id: str, key: str, digest: str) -> str:
         raise Problem(
             409, "idempotency_conflict", "this Idempotency-Key was used for another request; use a new key"
         )
-    return job
+    return job, False
+
+
+async def forget_key(game: Game, player_id: str, key: str) -> None:
+    """Drop the key this request stored, when its guess was refused: a refusal changes nothing, and a
+    retry with the same key is judged afresh."""
+    key_digest = hashlib.sha256(check_key(key).encode()).hexdigest()
+    with translate_errors():
+        await game.redis.delete(game.keys.idempotency(player_id, key_digest))

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from codemojex import guesses, leaderboard, locks, players, rounds, wallet
-from codemojex.errors import NotProven, UnknownJob
+from codemojex.errors import InvalidInput, NotFound, NotProven, UnknownJob
 from codemojex.game import translate_errors
 from codemojex.keyboard import graphemes
 from codemojex.keys import JOB, check_id, guess_of
@@ -37,7 +37,7 @@ class NewPlayer(BaseModel):
 class NewGuess(BaseModel):
     model_config = ConfigDict(extra="forbid")
     guess: str | list[str | None] = Field(
-        description="six emoji as text, or a list of six keys where null or '_' leaves a locked position blank"
+        description="six emoji as text, or six keys where null or '_' leaves a locked position blank"
     )
     locks: list[int] | None = Field(
         default=None, max_length=6, description="0-based positions to lock first (each a proven hit)"
@@ -70,7 +70,9 @@ async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
 @router.get("/wallet", tags=["players"])
 async def my_wallet(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """Balances and the newest ledger entries (oldest first)."""
-    return views.wallet_view(await wallet.read_wallet(host_of(request).game, player_id, ledger_limit=LEDGER_SHOWN))
+    return views.wallet_view(
+        await wallet.read_wallet(host_of(request).game, player_id, ledger_limit=LEDGER_SHOWN)
+    )
 
 
 @router.get("/rounds/current", tags=["rounds"])
@@ -126,15 +128,29 @@ async def submit_guess(
             shown = ", ".join(str(position + 1) for position in unproven)
             raise NotProven(f"position {shown} is not a proven hit of yours: only proven hits can be locked")
         overlay = {position: proven[position] for position in wanted}
-    job = None
+    job, stored = None, False
     if idempotency_key is not None:
         digest = idempotency.request_digest(round_id, new.model_dump())
-        job = await idempotency.job_for_key(game, player_id, idempotency_key, digest)
-    submission = await guesses.submit(game, round_id, player_id, _with_locks(new.guess, overlay), job_id=job)
+        job, stored = await idempotency.job_for_key(game, player_id, idempotency_key, digest)
+    try:
+        submission = await guesses.submit(
+            game, round_id, player_id, _with_locks(new.guess, overlay), job_id=job
+        )
+    except (
+        InvalidInput,
+        NotFound,
+    ):  # definite refusals; after Unavailable the key must stay (effect unknown)
+        if stored:
+            await idempotency.forget_key(game, player_id, idempotency_key or "")
+        raise
     if submission.refusal is not None:
+        if stored:
+            await idempotency.forget_key(game, player_id, idempotency_key or "")
         extra = {"problem": submission.problem} if submission.problem else {}
         status = REFUSAL_STATUS[submission.refusal]
-        code = "invalid_guess" if submission.refusal is guesses.Refusal.BAD_GUESS else submission.refusal.value
+        code = (
+            "invalid_guess" if submission.refusal is guesses.Refusal.BAD_GUESS else submission.refusal.value
+        )
         raise Problem(status, code, submission.detail, job_id=submission.job, **extra)
     for position in wanted:  # admitted: the locks asked for hold from now on
         await locks.lock(game, round_id, player_id, position)
@@ -160,7 +176,9 @@ async def my_guesses(
 
 
 @router.put("/rounds/{round_id}/locks/{position}", tags=["guesses"])
-async def lock_position(request: Request, round_id: str, position: int, player_id: PlayerId) -> dict[str, Any]:
+async def lock_position(
+    request: Request, round_id: str, position: int, player_id: PlayerId
+) -> dict[str, Any]:
     key = await locks.lock(host_of(request).game, round_id, player_id, position)
     return {"position": position, "key": key}
 

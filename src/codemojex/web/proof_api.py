@@ -50,7 +50,9 @@ def _require_proof(request: Request) -> None:
 async def status(request: Request) -> dict[str, Any]:
     config = host_of(request).config
     worker = config.worker_status() if config.worker_status else None
-    shown = None if worker is None else {"pid": worker.pid, "restarts": worker.restarts, "alive": worker.alive}
+    shown = (
+        None if worker is None else {"pid": worker.pid, "restarts": worker.restarts, "alive": worker.alive}
+    )
     return {"enabled": config.proof, "worker": shown}
 
 

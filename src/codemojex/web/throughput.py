@@ -33,6 +33,7 @@ class Sampler:
         self.samples: deque[Sample] = deque(maxlen=max(2, int(WINDOW_S / every_s)))
         self._last: tuple[int, int] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
 
     async def sample(self) -> None:
         """Take one sample (the first only sets the baseline)."""
@@ -45,18 +46,20 @@ class Sampler:
         self._last = counts
 
     async def _run(self) -> None:
-        while True:
+        while not self._stop.is_set():
             try:
                 await self.sample()
             except CodemojexError as exc:  # Redis away for a moment: the chart has a gap, the host goes on
                 log.warning("throughput sample failed: %s", exc)
-            await asyncio.sleep(self.every_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.every_s)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="throughput-sampler")
 
     async def stop(self) -> None:
+        """Stop sampling; the loop ends at its next turn (no cancel: a cancel that lands inside a
+        redis-py call can be swallowed there)."""
+        self._stop.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await self._task

@@ -244,6 +244,7 @@ const FRIENDLY = {
   max_guesses: "You have used every guess this round allows.",
   idempotency_conflict: "That retry key was already used for a different guess.",
   body_too_large: "That request is too large.",
+  trimmed: "That job is past its retention: only a tombstone is left.",
   malformed_body: "The request was not understood.",
   too_many_queued: "Slow down: you already have the most guesses waiting to be scored.",
   unavailable: "The game store is unreachable; the effect is unknown. Retry: it will not be charged twice.",
@@ -260,6 +261,9 @@ const PROBLEMS = {
   empty: "the guess is empty",
 };
 
+// generic codes: the server's own message says more than the friendly text
+const WITH_DETAIL = new Set(["invalid_input", "invalid_option", "invalid_id", "malformed_body", "not_found"]);
+
 /** A player-facing text for an error (an ApiError or anything thrown). */
 export function friendlyError(err) {
   if (!(err instanceof ApiError)) return `Something went wrong: ${err && err.message ? err.message : err}`;
@@ -267,6 +271,7 @@ export function friendlyError(err) {
   if (err.code === "invalid_guess" && err.problem) {
     return `${base} (${PROBLEMS[err.problem] || String(err.problem).replace(/_/g, " ")})`;
   }
+  if (WITH_DETAIL.has(err.code) && err.message && err.message !== base) return `${base.replace(/\.$/, "")}: ${err.message}`;
   return base;
 }
 
@@ -342,7 +347,8 @@ export function every(ms, fn) {
     try {
       await fn();
     } catch (err) {
-      console.warn(err);
+      // an ApiError is the page's to show (and a refused call already is); anything else is a bug
+      if (!(err instanceof ApiError)) console.error(err);
     } finally {
       running = false;
     }

@@ -13,7 +13,7 @@ import {
 const TOKEN_KEY = "cmx.operator";
 const STATES = ["queued", "delayed", "active", "done", "dead"];
 const SVG = "http://www.w3.org/2000/svg";
-const CHART = { width: 640, height: 200, left: 44, right: 12, top: 12, bottom: 30, windowMs: 10 * 60 * 1000 };
+const CHART = { width: 640, height: 200, left: 44, right: 14, top: 12, bottom: 30, windowMs: 10 * 60 * 1000 };
 
 const ui = {
   message: byTestId("message"),
@@ -36,10 +36,11 @@ const ui = {
   lanesSummary: byTestId("lanes-summary"),
   leases: byTestId("leases").querySelector("tbody"),
   dead: byTestId("dead").querySelector("tbody"),
+  deadSummary: byTestId("dead-summary"),
   counters: byTestId("counters").querySelector("tbody"),
 };
 
-const state = { token: null, round: null, serverMs: null, timer: null, busy: false };
+const state = { token: null, round: null, serverMs: null, timer: null, busy: false, failing: false };
 
 // ---------------------------------------------------------------------------------------------
 // The operator token
@@ -118,8 +119,20 @@ async function call(method, path, options = {}) {
 
 async function refresh() {
   if (!state.token) return;
-  const [stats, leases, dead, throughput] = await Promise.all([
-    call("GET", "/api/operator/stats"),
+  try {
+    await refreshAll();
+    if (state.failing) showMessage(ui.message, "");
+    state.failing = false;
+  } catch (err) {
+    if (!state.token || !(err instanceof ApiError)) throw err;
+    state.failing = true;
+    showMessage(ui.message, `${friendlyError(err)} Retrying every 2 s…`, "error");
+  }
+}
+
+async function refreshAll() {
+  const stats = await call("GET", "/api/operator/stats"); // first alone: a wrong token costs one call
+  const [leases, dead, throughput] = await Promise.all([
     call("GET", "/api/operator/leases"),
     call("GET", "/api/operator/dead"),
     call("GET", "/api/operator/throughput"),
@@ -130,7 +143,7 @@ async function refresh() {
   renderCounters(stats.counters || {});
   renderLanes(stats);
   renderLeases(leases);
-  renderDead(dead.dead || []);
+  renderDead(dead.dead || [], (stats.depth || {}).dead);
   renderChart(throughput, stats.server_ms || leases.server_ms || Date.now());
   await refreshRound();
   setText(ui.updated, formatClock(Date.now()));
@@ -139,23 +152,28 @@ async function refresh() {
 // ---------------------------------------------------------------------------------------------
 // Round control
 
-/** The round to show: the current open one, else the newest. Round reads never reset the token. */
+/** The round to show: the current open one, else the newest (read by id: the list omits secrets).
+ * Round reads never reset the operator token. */
 async function refreshRound() {
-  let round = null;
   try {
-    round = await api("GET", "/api/rounds/current", { token: state.token });
+    state.round = await api("GET", "/api/rounds/current", { token: state.token });
   } catch (err) {
     if (!(err instanceof ApiError) || err.code !== "no_open_round") return renderRoundError(err);
     try {
-      const list = await api("GET", "/api/rounds?limit=1", { token: state.token });
-      round = (list.rounds || [])[0] || null;
+      state.round = await newestRound();
     } catch (inner) {
       return renderRoundError(inner);
     }
   }
-  state.round = round;
   renderRound();
   return null;
+}
+
+async function newestRound() {
+  const list = await api("GET", "/api/rounds?limit=1", { token: state.token });
+  const newest = (list.rounds || [])[0];
+  if (!newest) return null;
+  return api("GET", `/api/rounds/${encodeURIComponent(newest.round_id)}`, { token: state.token });
 }
 
 function renderRoundError(err) {
@@ -179,7 +197,7 @@ function roundTiming(round) {
   if (round.status === "open" && round.closes_ms) parts.push(`closes ${formatRelative(round.closes_ms, now)}`);
   if (round.status !== "open" && round.closed_ms) parts.push(`closed at ${formatClock(round.closed_ms)}`);
   if (round.secret) parts.push(`secret ${Array.isArray(round.secret) ? round.secret.join("") : round.secret}`);
-  const prices = (round.prices || []).map((p) => `${p.amount} ${p.currency}`).join(" or ");
+  const prices = (round.prices || []).map((p) => `${p.amount} ${p.currency}${p.amount === 1 ? "" : "s"}`).join(" or ");
   if (prices) parts.push(`price ${prices}`);
   return parts.join(" · ");
 }
@@ -273,8 +291,10 @@ function renderLeases(data) {
   }
 }
 
-function renderDead(dead) {
+function renderDead(dead, total) {
   clear(ui.dead);
+  const count = total ?? dead.length;
+  setText(ui.deadSummary, count > dead.length ? `showing ${dead.length} of ${count}` : `${count}`);
   if (!dead.length) emptyRow(ui.dead, 6, "No dead letters.");
   for (const row of dead) {
     ui.dead.append(el("tr", { dataset: { testid: "dead-row", job: row.job_id } },
@@ -335,7 +355,8 @@ function drawAxes(root, scale, nowMs, yMax, intervalS) {
     root.append(svg("line", { class: "grid-line", x1: left, x2: width - right, y1: y, y2: y }));
     root.append(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end" }, Number.isInteger(v) ? v : v.toFixed(1)));
   }
-  for (let m = 10; m >= 0; m -= 2) {
+  const step = width < 480 ? 5 : 2; // minutes between x labels
+  for (let m = 10; m >= 0; m -= step) {
     const x = scale.x(nowMs - m * 60_000);
     root.append(svg("line", { class: "axis", x1: x, x2: x, y1: height - bottom, y2: height - bottom + 4 }));
     root.append(svg("text", { x, y: height - bottom + 16, "text-anchor": "middle" }, m ? `−${m} min` : "now"));
@@ -352,11 +373,15 @@ function drawSeries(root, scale, samples, field) {
 }
 
 function renderChart(data, serverMs) {
+  state.lastChart = [data, serverMs];
   const intervalS = (data && data.interval_s) || 5;
   const all = (data && data.samples) || [];
   const nowMs = Math.max(serverMs || 0, ...all.map((s) => s.at_ms));
   const samples = all.filter((s) => s.at_ms >= nowMs - CHART.windowMs).sort((a, b) => a.at_ms - b.at_ms);
   const yMax = niceMax(Math.max(1, ...samples.map((s) => Math.max(s.completed || 0, s.admitted || 0))));
+  // the viewBox is the chart's own pixel width, so labels keep their size on a phone
+  CHART.width = Math.max(280, Math.round(ui.chart.getBoundingClientRect().width) || 640);
+  ui.chart.setAttribute("viewBox", `0 0 ${CHART.width} ${CHART.height}`);
   const scale = chartScales(nowMs, yMax);
   clear(ui.chart);
   ui.chart.append(svg("title", {}, "Jobs completed and admitted per interval, last 10 minutes"));
@@ -385,6 +410,7 @@ function boot() {
   ui.openRound.addEventListener("click", onOpenRound);
   ui.closeRound.addEventListener("click", onCloseRound);
   ui.dead.addEventListener("click", onDeadClick);
+  window.addEventListener("resize", () => state.lastChart && renderChart(...state.lastChart));
   window.addEventListener("hashchange", () => {
     const token = readToken();
     if (token && token !== state.token) start(token);

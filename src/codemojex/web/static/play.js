@@ -8,7 +8,7 @@
 
 import {
   api, ApiError, isRetryable, getSession, clearSession, join, newIdempotencyKey,
-  el, clear, setText, byTestId, showMessage, renderMarks, countsText, friendlyError,
+  el, clear, setText, byTestId, showMessage, renderMarks, friendlyError,
   formatClock, formatDuration, serverClock, every,
 } from "/static/common.js";
 
@@ -57,6 +57,7 @@ const state = {
   guesses: [],
   wallet: null,
   retry: null, // {fingerprint, key}: the Idempotency-Key of a guess whose effect is unknown
+  waiting: null, // the job just submitted, whose score the message will announce
   submitting: false,
   events: null,
   live: "off",
@@ -122,10 +123,18 @@ function onLeave() {
   showJoin("");
 }
 
-function startGame() {
+async function startGame() {
   ui.joinForm.hidden = true;
   ui.game.hidden = false;
   ui.playerName.textContent = state.session.name || state.session.player_id;
+  try {
+    const me = await call("GET", "/api/me"); // a stale token answers 401: back to the join form
+    state.session.name = me.name || state.session.name;
+    ui.playerName.textContent = state.session.name;
+  } catch (err) {
+    if (!state.session) return;
+    showMessage(ui.message, friendlyError(err), "error");
+  }
   refreshWallet().catch(() => {});
   loadRound();
 }
@@ -166,6 +175,7 @@ function showNoRound() {
 }
 
 function setRound(round) {
+  if (!state.session) return;
   const same = state.round && state.round.round_id === round.round_id;
   clock.update(round.server_ms);
   state.round = round;
@@ -358,6 +368,18 @@ async function refreshGuesses() {
   renderSlots();
   renderInputEnabled();
   if (nowPending < wasPending) refreshBoard().catch(() => {});
+  reportScored();
+}
+
+/** Replace "waiting for the score" with the score once the guess just submitted is scored. */
+function reportScored() {
+  const g = state.waiting && state.guesses.find((x) => x.job_id === state.waiting);
+  if (!g || PENDING.has(g.state)) return;
+  state.waiting = null;
+  if (g.state === "dead") return showMessage(ui.message, "That guess could not be scored: it was dead-lettered (an operator can retry it from the Dashboard).", "error");
+  const f = g.feedback || {};
+  const text = f.solved ? "Cracked it! 🎉" : `Scored: ${f.hits} hit${f.hits === 1 ? "" : "s"}, ${f.nears} near${f.nears === 1 ? "" : "s"}.`;
+  return showMessage(ui.message, text, "ok");
 }
 
 async function refreshBoard() {
@@ -539,9 +561,9 @@ function lockToggle(i, locked) {
   if (!locked && !proven) return el("span", { class: "lock-spacer", "aria-hidden": "true" });
   const label = locked ? `Unlock position ${i + 1}` : `Lock position ${i + 1} to ${proven} (a proven hit)`;
   return el("button", {
-    type: "button", class: "lock-toggle", title: label, "aria-label": label, disabled: isClosed() ? true : null,
+    type: "button", class: "lock-toggle", title: label, "aria-label": label, disabled: canType() ? null : true,
     dataset: { testid: "lock-toggle", position: i, locked: locked ? 1 : 0 },
-  }, locked ? "🔒 unlock" : "🔓 lock");
+  }, locked ? "🔒" : "🔓", el("span", { class: "wide-only" }, locked ? " unlock" : " lock"));
 }
 
 function renderSlots() {
@@ -623,6 +645,7 @@ async function submit() {
   try {
     const result = await call("POST", roundPath("/guesses"), { body: { guess }, headers: { "Idempotency-Key": key } });
     state.retry = null;
+    state.waiting = result.job_id;
     showMessage(ui.message, admittedText(result), "ok");
     state.submitting = false;
     clearSlots();
@@ -691,16 +714,17 @@ function boardRow(entry) {
   const me = state.session && entry.player_id === state.session.player_id;
   return el("tr", { class: me ? "me" : null, dataset: { testid: "board-row", player: entry.player_id, rank: entry.rank } },
     el("td", { class: "num" }, entry.rank),
-    el("td", {}, entry.name, me ? " (you)" : ""),
-    el("td", { class: "emoji", title: `${entry.hits} hits, ${entry.nears} nears` }, countsText(entry.hits, entry.nears)),
-    el("td", { class: "num" }, entry.attempts),
-    el("td", {}, entry.solved ? "✅" : ""));
+    el("td", { class: "name" }, entry.name, me ? " (you)" : ""),
+    el("td", { class: "num", title: `best guess: ${entry.hits} hits`, dataset: { testid: "board-hits" } }, entry.hits),
+    el("td", { class: "num", title: `best guess: ${entry.nears} nears`, dataset: { testid: "board-nears" } }, entry.nears),
+    el("td", { class: "num", dataset: { testid: "board-attempts" } }, entry.attempts),
+    el("td", { class: "center", dataset: { testid: "board-solved" } }, entry.solved ? "✅" : ""));
 }
 
 function renderBoard(entries) {
   clear(ui.boardBody);
   if (!entries.length) {
-    ui.boardBody.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "No scored guesses yet.")));
+    ui.boardBody.append(el("tr", { class: "empty" }, el("td", { colspan: 6 }, "No scored guesses yet.")));
     return;
   }
   entries.forEach((entry) => ui.boardBody.append(boardRow(entry)));

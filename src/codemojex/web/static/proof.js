@@ -156,7 +156,8 @@ function observeWorker(worker) {
   ui.workerAlive.dataset.state = worker ? (worker.alive ? "done" : "dead") : "none";
   if (!before || !worker) return;
   if (before.pid !== worker.pid || before.restarts !== worker.restarts) {
-    log(`score worker pid ${before.pid} → ${worker.pid}, restarts ${before.restarts} → ${worker.restarts}`, "worker");
+    const why = state.crash && !state.crash.done.has("killed") ? ": the worker died by SIGKILL before acknowledging" : "";
+    log(`score worker pid ${before.pid} → ${worker.pid}, restarts ${before.restarts} → ${worker.restarts}${why}`, "worker");
     if (state.crash) markStep("killed");
   } else if (before.alive && !worker.alive) {
     log(`score worker pid ${worker.pid} is down`, "worker");
@@ -356,7 +357,9 @@ function narrate(before, job) {
     narrateOnce("lease", `the dead worker's job sits in ${job.location} until its lease deadline (${formatRelative(job.deadline_ms, job.server_ms)})`);
   }
   const returned = (job.state === "queued" || job.state === "delayed") && had("claimed");
-  if ((returned || job.attempts >= 2) && !had("swept")) narrateOnce("swept", `the sweep returned the job to its lane${returned ? ` (${job.location})` : ""}`);
+  if ((returned || job.attempts >= 2) && !had("swept")) narrateOnce("swept", returned
+      ? `the sweep returned the job to its lane (${job.location})`
+      : "the sweep returned the job to its lane (and it was claimed again between two polls)");
   if (job.attempts >= 2 && !had("reclaimed")) narrateOnce("reclaimed", `re-claimed under attempts token ${job.attempts}`);
   if (job.state === "done" && job.attempts >= 2 && !had("noop")) finishNarration(job);
   else if (job.state === "done" && job.attempts < 2 && !had("noop")) setText(ui.stepsNote, "It finished without a crash: was the job marked? (see the timeline)");
