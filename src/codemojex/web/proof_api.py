@@ -31,7 +31,7 @@ from codemojex.web import views
 from codemojex.web.auth import PlayerId
 from codemojex.web.host import host_of
 from codemojex.web.problems import REFUSAL_STATUS, Problem
-from echomq import Claim, JobInfo, ids
+from echomq import Claim, JobInfo, JobState, ids
 
 router = APIRouter(prefix="/api/proof", tags=["proof"])
 
@@ -105,7 +105,11 @@ async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[s
 async def stale(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     _require_proof(request)
     info = await _own_job(request, job_id, player_id)
-    token = max(info.attempts - 1, 0)
+    # An older token than the current one; a job not active refuses even the current one. A job on its
+    # first delivery has no older token, and its current one would finish it unscored: not offered.
+    if info.state is JobState.ACTIVE and info.attempts < 2:
+        raise Problem(409, "no_stale_token", "the job is on its first delivery: no older token exists yet")
+    token = max(info.attempts - 1, 1)
     game = host_of(request).game
     with translate_errors():
         finish = await game.bus.complete(Claim(job_id, info.lane, token), b"stale finisher")

@@ -371,15 +371,20 @@ async function refreshGuesses() {
   reportScored();
 }
 
-/** Replace "waiting for the score" with the score once the guess just submitted is scored. */
+/** Once the guess just submitted is scored, add its score to the message (keeping the admission text). */
 function reportScored() {
-  const g = state.waiting && state.guesses.find((x) => x.job_id === state.waiting);
+  const g = state.waiting && state.guesses.find((x) => x.job_id === state.waiting.job);
   if (!g || PENDING.has(g.state)) return;
+  const admitted = state.waiting.text;
   state.waiting = null;
-  if (g.state === "dead") return showMessage(ui.message, "That guess could not be scored: it was dead-lettered (an operator can retry it from the Dashboard).", "error");
+  if (ui.message.textContent !== admitted) return; // another message came since: leave it
+  if (g.state === "dead") {
+    showMessage(ui.message, `${admitted} It could not be scored: it was dead-lettered (an operator can retry it).`, "error");
+    return;
+  }
   const f = g.feedback || {};
-  const text = f.solved ? "Cracked it! 🎉" : `Scored: ${f.hits} hit${f.hits === 1 ? "" : "s"}, ${f.nears} near${f.nears === 1 ? "" : "s"}.`;
-  return showMessage(ui.message, text, "ok");
+  const score = f.solved ? "Cracked it! 🎉" : `Scored: ${f.hits} hit${f.hits === 1 ? "" : "s"}, ${f.nears} near${f.nears === 1 ? "" : "s"}.`;
+  showMessage(ui.message, `${admitted.replace(/ Waiting for the score…$/, "")} ${score}`, "ok");
 }
 
 async function refreshBoard() {
@@ -534,7 +539,7 @@ function renderKeyboard() {
     ui.keyboard.append(el("button", {
       type: "button", class: "key", title: `${key} (key ${i + 1})`, "aria-label": `key ${i + 1}: ${key}`,
       dataset: { testid: "key", key, index: i + 1 },
-    }, el("span", { class: "hint", "aria-hidden": "true" }, i < 9 ? i + 1 : ""), key));
+    }, el("span", { class: "hint", "aria-hidden": "true" }, i + 1), key));
   });
 }
 
@@ -645,8 +650,8 @@ async function submit() {
   try {
     const result = await call("POST", roundPath("/guesses"), { body: { guess }, headers: { "Idempotency-Key": key } });
     state.retry = null;
-    state.waiting = result.job_id;
-    showMessage(ui.message, admittedText(result), "ok");
+    state.waiting = { job: result.job_id, text: admittedText(result) };
+    showMessage(ui.message, state.waiting.text, "ok");
     state.submitting = false;
     clearSlots();
     refreshWallet().catch(() => {});
