@@ -180,27 +180,20 @@ def worker_process(url: str, tag: str, *, armed: bool = False, lease_ms: int = 1
     env.pop(faults.ENV, None)
     if armed:
         env[faults.ENV] = faults.REQUESTED
+    argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", url, "--tag", tag, "--log-level", "WARNING"]
+    argv += [
+        "worker",
+        "--concurrency",
+        "4",
+        "--lease-ms",
+        str(lease_ms),
+        "--sweep-every",
+        "0.3",
+        "--grace",
+        "2",
+    ]
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "codemojex.cli",
-            "--redis-url",
-            url,
-            "--tag",
-            tag,
-            "--log-level",
-            "WARNING",
-            "worker",
-            "--concurrency",
-            "4",
-            "--lease-ms",
-            str(lease_ms),
-            "--sweep-every",
-            "0.3",
-            "--grace",
-            "2",
-        ],  # fmt: skip
+        argv,
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

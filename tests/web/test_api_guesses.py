@@ -16,7 +16,6 @@ from tests.support.web import (
     error_code,
     open_round,
     secret_of,
-    serve_app,  # noqa: F401  (fixture)
     wait_until,
     with_settings,
 )
