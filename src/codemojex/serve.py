@@ -5,7 +5,8 @@ package ships (``$REDIS_SERVER`` overrides it), data and AOF in ``.codemojex-dat
 folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
 names a live process) also refuses the start, each with a message saying what to do. Then it starts
 one score worker process (``codemojex worker``; restarted if it dies, which is what the proof page's
-crash button makes it do), opens a round if none is open, and serves the web host with uvicorn.
+crash button makes it do), opens a round if none is open, and serves the web host with uvicorn. The
+worker and the embedded Redis die with serve (SIGTERM, on Linux), even if serve is killed by SIGKILL.
 
 Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams end, the web host stops
 taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
@@ -37,7 +38,7 @@ from codemojex.game import Game
 from codemojex.web import HostConfig, create_app
 from codemojex.web.host import WorkerStatus
 from echomq.demo import embedded_binary
-from echomq.server import RedisProcess
+from echomq.server import RedisProcess, die_with_parent
 
 DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"
@@ -128,6 +129,7 @@ def embedded_redis(data_dir: Path) -> RedisProcess:
         binary=embedded_binary(),
         extra=("--pidfile", str(pid_file)),
         new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
+        with_parent=True,  # and if serve dies by SIGKILL, Redis gets SIGTERM (AOF written), no orphan
     )
 
 
@@ -175,8 +177,13 @@ class WorkerSupervisor:
 
     def _spawn(self) -> None:
         # Its own session: a terminal's Ctrl-C reaches serve alone, which stops the worker before Redis.
+        # It dies with serve too (SIGTERM: it releases its jobs), so a killed serve leaves no orphan.
         self.process = subprocess.Popen(
-            self.argv, env=self.env, stdin=subprocess.DEVNULL, start_new_session=True
+            self.argv,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,  # noqa: PLW1509  (only prctl)
         )
 
     async def _watch(self) -> None:

