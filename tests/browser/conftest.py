@@ -1,7 +1,7 @@
 """The browser fixtures: the system's headless Chromium (``/usr/bin/chromium``, never a downloaded one)
 driven through Playwright's sync API against the real app of ``served``.
 
-* ``browser`` (session): one Chromium for the whole run. Without ``/usr/bin/chromium`` the browser tests
+* ``browser`` (package): one Chromium for the tests of this folder. Without ``/usr/bin/chromium`` they
   are skipped, unless ``CODEMOJEX_REQUIRE_BROWSER=1`` (as CI sets it), which makes that a failure.
 * ``page`` (function): a page in a fresh browser context (its own storage, so its own player session),
   pointed at ``served.url``. A JavaScript exception on the page (``pageerror``) or a console error other
@@ -10,15 +10,13 @@ driven through Playwright's sync API against the real app of ``served``.
   a failed browser test leaves ``<test name>-failed.png`` there too.
 
 Playwright's sync API runs its event loop in a greenlet of the test's thread and keeps that loop marked
-as the thread's running loop between calls. Left so, every later ``asyncio.run()`` on the thread (the
-async tests of the other folders, ``tests.support.web.run``) would refuse to start. So the mark is set
-aside after each browser test and put back before the next one, and the ``run_in_thread`` fixture runs a
-setup coroutine beside Playwright while a test drives a page.
+as the thread's running loop while it is started, so ``asyncio.run()`` cannot start on that thread. So
+Playwright lives for this folder only (package scope: stopped before the async tests of the other folders
+run), and the ``run_in_thread`` fixture runs a setup coroutine beside it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import dataclasses
 import os
@@ -75,7 +73,6 @@ class Console:
 
 
 CONSOLE = pytest.StashKey[Console]()
-_PLAYWRIGHT_LOOP = pytest.StashKey[asyncio.AbstractEventLoop]()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -118,9 +115,9 @@ def _missing_browser(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
-    """The system's headless Chromium, launched once for the session (Playwright downloads nothing)."""
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    """The system's headless Chromium, launched once for this folder (Playwright downloads nothing)."""
     if not Path(CHROMIUM).exists():
         _missing_browser(f"no Chromium at {CHROMIUM}")
     expect.set_options(timeout=TIMEOUT_MS)
@@ -130,22 +127,11 @@ def browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
     except BaseException:
         playwright.stop()
         raise
-    loop = asyncio.get_running_loop()  # Playwright's, marked running on this thread by the call above
-    request.session.stash[_PLAYWRIGHT_LOOP] = loop
     yield chromium
-    asyncio._set_running_loop(loop)  # Playwright's calls expect it marked, as between two of its calls
     try:
         chromium.close()
     finally:
         playwright.stop()
-
-
-@pytest.fixture(autouse=True)
-def _playwright_loop_is_this_tests(request: pytest.FixtureRequest, browser: Browser) -> Iterator[None]:
-    """Mark Playwright's loop as running for this test only (see the module's docstring)."""
-    asyncio._set_running_loop(request.session.stash[_PLAYWRIGHT_LOOP])
-    yield
-    asyncio._set_running_loop(None)
 
 
 @pytest.fixture
