@@ -200,6 +200,16 @@ async def reveal_secret(game: Game, round_id: str) -> tuple[str, ...]:
     return tuple(json.loads(raw))
 
 
+async def read_secrets(game: Game, round_ids: list[str]) -> list[tuple[str, ...]]:
+    """The secrets of ``round_ids`` in one round trip; for rounds the caller found closed (a listing)."""
+    with translate_errors():
+        pipe = game.redis.pipeline(transaction=False)
+        for round_id in round_ids:
+            pipe.get(game.keys.secret(round_id))
+        raws = await pipe.execute()
+    return [tuple(json.loads(raw)) if raw is not None else () for raw in raws]
+
+
 async def read_secret(game: Game, round_id: str) -> tuple[str, ...]:
     """The secret, for the score worker (the authority); never exposed to players before the close."""
     with translate_errors():

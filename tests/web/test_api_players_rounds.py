@@ -89,6 +89,8 @@ def test_a_closed_round_reveals_its_secret(anon, operator, sync_redis, tag):
     assert set(shown["secret"]) <= set(FRUIT)
     assert shown["secret"] == json.loads(sync_redis.get(f"cmx:{{{tag}}}:secret:{opened['round_id']}"))
     assert error_code(anon.get("/api/rounds/current")) == "no_open_round"
+    [listed] = anon.get("/api/rounds").json()["rounds"]
+    assert listed["secret"] == shown["secret"]
 
 
 def test_unknown_and_ill_formed_rounds(anon):
@@ -130,7 +132,9 @@ def test_the_pages_are_served(anon):
         assert reply.status_code == 200
         assert reply.headers["content-type"].startswith("text/html")
         assert marker in reply.text
-    assert anon.get("/static/style.css").status_code == 200
+    script = anon.get("/static/play.js")
+    assert script.status_code == 200
+    assert script.headers["cache-control"] == "no-cache"
 
 
 def test_with_redis_down_a_call_is_503_unavailable(serve_app, host_config):

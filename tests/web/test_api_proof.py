@@ -128,7 +128,7 @@ def test_with_the_proof_off_its_endpoints_are_403(serve_app, host_config, join, 
     reply = ada.request(method, path, json={})
     assert (reply.status_code, error_code(reply)) == (403, "forbidden")
     with served.client() as anon:
-        assert anon.get("/api/proof").json() == {"enabled": False, "worker": None}
+        assert anon.get("/api/proof").json() == {"enabled": False, "tag": host_config.tag, "worker": None}
 
 
 def test_a_job_on_its_first_delivery_has_no_stale_token_to_race(served, operator, join, redis_server, tag):

@@ -78,8 +78,17 @@ def create_app(config: HostConfig) -> FastAPI:
 
     for path, page in PAGES.items():
         app.add_api_route(path, _page(page), include_in_schema=False, methods=["GET"])
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount("/static", _Static(directory=STATIC), name="static")
     return app
+
+
+class _Static(StaticFiles):
+    """The pages' scripts and styles, revalidated on each load (ETag), so an upgrade is seen at once."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Any:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
 
 
 def _page(name: str) -> Any:

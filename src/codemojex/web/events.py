@@ -31,7 +31,7 @@ from codemojex.web.host import host_of
 log = logging.getLogger("codemojex.web.events")
 
 PING_S = 15.0
-BLOCK_MS = 5000
+BLOCK_MS = 2000  # under redis-py's default socket timeout (5 s), so a quiet round is not an error
 QUEUE_SIZE = 256
 BOARD_SHOWN = 20
 

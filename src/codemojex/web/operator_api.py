@@ -65,7 +65,7 @@ async def stats(request: Request, lanes: Annotated[int, Query(ge=0, le=1000)] = 
     game = host_of(request).game
     with translate_errors():
         read = await game.bus.stats(lanes=lanes)
-    return read.as_dict() | {"server_ms": await _now(request)}
+    return read.as_dict() | {"server_ms": await _now(request), "tag": game.bus.tag}
 
 
 @router.get("/leases")

@@ -87,7 +87,10 @@ async def current(request: Request) -> dict[str, Any]:
 async def recent(request: Request, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> dict[str, Any]:
     game = host_of(request).game
     now = await rounds.server_ms(game)
-    return {"rounds": [views.round_view(r, now) for r in await rounds.list_rounds(game, limit)]}
+    listed = await rounds.list_rounds(game, limit)
+    closed = [r.id for r in listed if r.status_at(now) is RoundStatus.CLOSED]
+    secrets = dict(zip(closed, await rounds.read_secrets(game, closed), strict=True))
+    return {"rounds": [views.round_view(r, now, secrets.get(r.id)) for r in listed]}
 
 
 @router.get("/rounds/{round_id}", tags=["rounds"])

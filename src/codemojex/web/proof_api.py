@@ -53,7 +53,7 @@ async def status(request: Request) -> dict[str, Any]:
     shown = (
         None if worker is None else {"pid": worker.pid, "restarts": worker.restarts, "alive": worker.alive}
     )
-    return {"enabled": config.proof, "worker": shown}
+    return {"enabled": config.proof, "tag": config.tag, "worker": shown}
 
 
 def _answer(submission: guesses.Submission) -> dict[str, Any]:

@@ -139,6 +139,8 @@ async function refreshAll() {
   ]);
   if (!state.token) return;
   state.serverMs = stats.server_ms;
+  const prefix = document.querySelector('[data-testid="bus-prefix"]');
+  if (prefix && stats.tag) prefix.textContent = `emq:{${stats.tag}}:`;
   renderDepths(stats.depth || {});
   renderCounters(stats.counters || {});
   renderLanes(stats);

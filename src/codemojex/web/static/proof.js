@@ -143,6 +143,8 @@ function setEnabled(enabled) {
 async function refreshProof() {
   const data = await call("GET", "/api/proof");
   setEnabled(Boolean(data && data.enabled));
+  const activeKey = document.querySelector('[data-testid="active-key"]');
+  if (activeKey && data && data.tag) activeKey.textContent = `emq:{${data.tag}}:active`;
   observeWorker((data && data.worker) || null);
 }
 
