@@ -25,21 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 class Serve:
     """One ``codemojex serve`` process; its output is collected line by line."""
 
-    def __init__(self, data_dir: Path, port: int) -> None:
+    def __init__(self, data_dir: Path, port: int, *, redis_url: str | None = None, tag: str = "cm") -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("REDIS_URL", None)
         env.pop("CODEMOJEX_OPERATOR_TOKEN", None)
+        if redis_url is not None:
+            env["REDIS_URL"] = redis_url
+        argv = ["serve", "--port", str(port), "--data-dir", str(data_dir), "--tag", tag]
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "codemojex.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(data_dir),
-            ],
+            [sys.executable, "-m", "codemojex.cli", *argv],
             cwd=data_dir.parent,
             env=env,
             stdout=subprocess.PIPE,
@@ -216,3 +210,20 @@ def test_a_serve_killed_by_sigkill_leaves_no_orphan_and_its_data_serves_again(tm
         assert again.stop() == 0
     finally:
         again.kill()
+
+
+def test_with_redis_url_serve_uses_that_server_and_starts_no_embedded_one(
+    tmp_path, redis_server, sync_redis, tag
+):
+    port = free_port()
+    serve = Serve(tmp_path / "data", port, redis_url=redis_server.url, tag=tag)
+    try:
+        serve.wait_up()
+        assert "embedded redis-server" not in serve.output
+        assert not (tmp_path / "data" / "redis.pid").exists()
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as anon:
+            round_id = anon.get("/api/rounds/current").json()["round_id"]
+        assert sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, -1) == [round_id.encode()]
+        assert serve.stop() == 0
+    finally:
+        serve.kill()

@@ -66,3 +66,23 @@ def test_the_public_names_of_codemojex_resolve_to_their_modules():
         assert value is getattr(importlib.import_module(codemojex._HOME_OF[name]), name)
     with pytest.raises(AttributeError):
         _ = codemojex.no_such_name
+
+
+GAME_MODULES = sorted(p for p in (SRC / "codemojex").glob("*.py") if p.name != "serve.py")
+
+
+@pytest.mark.parametrize("path", GAME_MODULES, ids=lambda p: p.name)
+def test_the_game_never_imports_the_web_layer(path):
+    """The web layer is a client of the game: nothing of the game imports it (serve, which runs the
+    host, is the one exception) and the game imports no web framework."""
+    names = imports_of(path)
+    assert not any(name.startswith("codemojex.web") for name in names)
+    assert not any(name.split(".")[0] in {"fastapi", "starlette", "uvicorn"} for name in names)
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "codemojex" / "web").glob("*.py")), ids=lambda p: p.name)
+def test_the_web_host_never_scores(path):
+    """The host admits and reads; scoring (and the engine) belongs to the score worker alone."""
+    names = imports_of(path)
+    assert "codemojex.score_worker" not in names
+    assert not any(name == "codemojex.engine" and path.name != "views.py" for name in names)  # types only

@@ -349,3 +349,42 @@ def test_a_queued_job_is_in_its_lane(served, fruit_round, tag, join):
     assert shown["location"] == f"emq:{{{tag}}}:lane:{player_id}"
     assert shown["attempts"] == 0
     assert shown["scored_count"] == 0
+
+
+@pytest.mark.parametrize("key", ["", "k" * 129, "ключ", "tab\there"])
+def test_an_ill_formed_idempotency_key_is_400_and_changes_nothing(
+    served, fruit_round, sync_redis, tag, join, key
+):
+    _, ada = join()
+    before = snapshot(sync_redis, tag)
+    reply = ada.post(
+        f"/api/rounds/{fruit_round['round_id']}/guesses",
+        json={"guess": "🍎🍌🍇🍒🥝🍑"},
+        headers={"Idempotency-Key": key.encode("utf-8")},
+    )
+    assert reply.status_code == 400
+    assert error_code(reply) == "invalid_input"
+    assert snapshot(sync_redis, tag) == before
+
+
+@pytest.mark.parametrize(
+    ("locks", "code"), [([6], "invalid_option"), ([-1], "invalid_option"), ([0], "not_proven")]
+)
+def test_bad_locks_in_a_guess_are_400_and_charge_nothing(
+    served, fruit_round, sync_redis, tag, join, locks, code
+):
+    _, ada = join()
+    before = snapshot(sync_redis, tag)
+    reply = ada.post(
+        f"/api/rounds/{fruit_round['round_id']}/guesses", json={"guess": "🍎🍌🍇🍒🥝🍑", "locks": locks}
+    )
+    assert (reply.status_code, error_code(reply)) == (400, code)
+    assert snapshot(sync_redis, tag) == before
+
+
+def test_a_guess_in_a_round_that_opens_later_is_409_round_not_open(served, operator, join):
+    later = open_round(operator, delay_s=3600)
+    assert later["status"] == "scheduled"
+    _, ada = join()
+    reply = ada.post(f"/api/rounds/{later['round_id']}/guesses", json={"guess": "🍎🍌🍇🍒🥝🍑"})
+    assert (reply.status_code, error_code(reply)) == (409, "round_not_open")
