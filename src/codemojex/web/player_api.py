@@ -8,16 +8,17 @@ changed nothing.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from codemojex import guesses, leaderboard, locks, players, rounds, wallet
-from codemojex.errors import InvalidInput, NotFound, NotProven, UnknownJob
+from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import translate_errors
 from codemojex.keyboard import graphemes
-from codemojex.keys import JOB, check_id, guess_of
+from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus
 from codemojex.web import idempotency, views
 from codemojex.web.auth import PlayerId, bearer, is_operator, player_of
@@ -121,7 +122,7 @@ async def submit_guess(
 ) -> dict[str, Any]:
     """Validate, overlay locks, charge and enqueue one guess (see docs/http-api.md for every status)."""
     game = host_of(request).game
-    check_id(round_id, "RND")
+    check_id(round_id, ROUND)
     wanted = sorted({locks.check_position(position) for position in new.locks or ()})
     overlay: dict[int, str] = {}
     if wanted:
@@ -156,7 +157,8 @@ async def submit_guess(
         )
         raise Problem(status, code, submission.detail, job_id=submission.job, **extra)
     for position in wanted:  # admitted: the locks asked for hold from now on
-        await locks.lock(game, round_id, player_id, position)
+        with contextlib.suppress(RoundClosed):  # closed meanwhile: the guess is in all the same
+            await locks.lock(game, round_id, player_id, position)
     return views.submission_view(submission)
 
 
@@ -190,7 +192,7 @@ async def lock_position(
 async def unlock_position(
     request: Request, round_id: str, position: int, player_id: PlayerId
 ) -> dict[str, Any]:
-    check_id(round_id, "RND")
+    check_id(round_id, ROUND)
     removed = await locks.unlock(host_of(request).game, round_id, player_id, position)
     return {"position": position, "removed": removed}
 
