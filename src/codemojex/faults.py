@@ -1,5 +1,8 @@
-"""Named fault points, armed only by the ``CODEMOJEX_FAULTS`` environment variable (tests, never normal
-runs): a comma-separated list of point names. Unset, every check is one dictionary lookup and false.
+"""Named fault points, armed only by the ``CODEMOJEX_FAULTS`` environment variable (tests, and the proof
+worker of ``codemojex serve``; never a normal run): a comma-separated list of ``point`` or
+``point@probability`` (as :mod:`echomq.faults`, whose draws ``ECHOMQ_FAULTS_SEED`` seeds). Unset, every
+check is one dictionary lookup and false. The queue's own points (after claim, mid-handler, before the
+acknowledgement, mid-extension) are :mod:`echomq.faults`'s, armed by ``ECHOMQ_FAULTS``.
 
 Points:
 
@@ -25,6 +28,8 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
+from echomq.faults import Faults
+
 if TYPE_CHECKING:
     from codemojex.game import Game
 
@@ -34,12 +39,17 @@ POINTS = frozenset({"score.after_effect", REQUESTED, "score.before_effect"})
 TRIGGER_TTL_MS = 10 * 60 * 1000
 
 
+_FAULTS = Faults(ENV, POINTS)
+
+
 def armed(point: str) -> bool:
-    """True if ``point`` is listed in ``$CODEMOJEX_FAULTS``."""
-    if point not in POINTS:
-        raise KeyError(f"no fault point named {point!r}")
-    listed = os.environ.get(ENV, "")
-    return bool(listed) and point in {name.strip() for name in listed.split(",")}
+    """True if ``point`` is listed in ``$CODEMOJEX_FAULTS`` (whatever its probability)."""
+    return _FAULTS.armed(point)
+
+
+def fires(point: str) -> bool:
+    """True if ``point`` is listed and this draw falls within its probability (1 if none is given)."""
+    return _FAULTS.fires(point)
 
 
 def crash() -> None:

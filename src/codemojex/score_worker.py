@@ -114,9 +114,9 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
     if len(request.guess) != length or any(key not in keyboard for key in request.guess):
         raise Permanent(f"the guess {''.join(request.guess)!r} is not {length} keys of the round's keyboard")
     feedback = score(secret, request.guess)
-    if faults.armed("score.before_effect"):
+    if faults.fires("score.before_effect"):
         faults.stall()  # the fault point: a worker stalled past its lease, then resumed
-    split = faults.armed("score.after_effect") or (
+    split = faults.fires("score.after_effect") or (
         faults.armed(faults.REQUESTED) and await faults.take_crash_request(game, job.id)
     )
     reply = await game.run("score", *score_call(game, job.claim, request, feedback, finish=not split))

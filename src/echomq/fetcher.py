@@ -24,6 +24,7 @@ from typing import Any
 
 from redis.asyncio import RedisCluster
 
+from echomq import faults
 from echomq._clients import async_twin, node_twin
 from echomq.bus import Bus
 from echomq.errors import translate_redis_errors
@@ -111,6 +112,8 @@ class Fetcher:
         await self.sweep_if_due()
         if self._need_claim or time.monotonic() >= self._next_safety_claim_at:
             claimed = await self.bus.claim_batch(count=free, lease_ms=self.lease_ms, owner=self.owner)
+            if claimed.jobs:
+                faults.at("worker.after_claim")
             self._next_safety_claim_at = time.monotonic() + SAFETY_CLAIM_S
             self._note_due(claimed)
             # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time.

@@ -13,6 +13,7 @@ lane by id alone. Parsing is strict: wrong brand, length, alphabet or case raise
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import threading
@@ -58,6 +59,10 @@ def check_brand(brand: object) -> str:
     return brand
 
 
+# A test hook (echomq.faults): this process's wall clock shifted, as a skewed machine's would be.
+_SKEW_MS = int(os.environ.get("ECHOMQ_CLOCK_SKEW_MS") or 0)
+
+
 class _Minter:
     """Monotonic minting state, shared by every thread of the process."""
 
@@ -68,7 +73,7 @@ class _Minter:
 
     def next_body(self) -> bytes:
         with self._lock:
-            now = time.time_ns() // 1_000_000
+            now = time.time_ns() // 1_000_000 + _SKEW_MS
             if now > self._last_ms:
                 self._last_ms = now
                 self._entropy = secrets.randbits(_ENTROPY_BITS - 1)  # headroom for +1 steps

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 import redis.cluster
 
-from echomq import jobs
+from echomq import faults, jobs
 from echomq._clients import blocking_twin
 from echomq.errors import EchoMQError
 from echomq.logs import emit
@@ -103,6 +103,7 @@ class LeaseKeeper:
             return
         try:
             replies = self._send([jobs.extend_call(self.bus, claim, self.lease_ms) for claim, _ in batch])
+            faults.at("worker.mid_extend")  # Redis renewed the leases; the replies are not read yet
         except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             emit(log, logging.WARNING, "lease.error", error=str(exc) or type(exc).__name__, jobs=len(batch))
             return

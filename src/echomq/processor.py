@@ -23,9 +23,10 @@ import inspect
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from echomq import faults
 from echomq.errors import InvalidInput, Permanent, RedisUnavailable, UnknownJob
 from echomq.logs import emit
 from echomq.states import Failure, Finish
@@ -159,6 +160,7 @@ async def process(worker: Worker, job: Job) -> None:
         worker.keeper.untrack(job.claim)
         _finished(worker, job, value, by="handler")
     elif value is None or isinstance(value, bytes | bytearray | memoryview):
+        faults.at("worker.before_ack")
         await _complete(worker, job, bytes(value or b""))
     else:
         problem = f"handler returned {type(value).__name__}; expected bytes, None or Finish"
@@ -172,18 +174,46 @@ async def _invoke(worker: Worker, job: Job) -> Any:
         scope = asyncio.timeout(timeout)
         try:
             async with scope:
+                if faults.WORKER.armed("worker.mid_handler"):
+                    return await _midway(handler(job))
                 return await handler(job)
         except TimeoutError:
             if timeout is not None and scope.expired():
                 raise TimedOut(timeout) from None
             raise  # the handler's own TimeoutError: an ordinary failure
-    future = worker.threads.submit(lambda: handler(job))
+    if faults.WORKER.armed("worker.mid_handler"):
+        future = await _midway_thread(worker, handler, job)
+    else:
+        future = worker.threads.submit(lambda: handler(job))
     if timeout is None:
         return await future
     done, _ = await asyncio.wait({future}, timeout=timeout)
     if not done:
         raise TimedOut(timeout, future)
     return future.result()
+
+
+async def _midway(call: Awaitable[Any]) -> Any:
+    """Run ``call`` to its first suspension, then pass the ``worker.mid_handler`` fault point."""
+    task = asyncio.ensure_future(call)
+    await asyncio.sleep(0)
+    faults.at("worker.mid_handler")
+    return await task
+
+
+async def _midway_thread(worker: Worker, handler: Callable[[Job], Any], job: Job) -> asyncio.Future[Any]:
+    """Submit the call to a thread, wait until it has begun, then pass the ``worker.mid_handler`` point."""
+    started = threading.Event()
+
+    def call() -> Any:
+        started.set()
+        return handler(job)
+
+    future = worker.threads.submit(call)
+    await asyncio.to_thread(started.wait, 10)
+    await asyncio.sleep(0.01)  # into the handler's own code
+    faults.at("worker.mid_handler")
+    return future
 
 
 async def _with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> Any:

@@ -87,9 +87,12 @@ class Sweeper:
         return sum(report.reclaimed for report in self.reports)
 
 
-def cli(url: str, *args: str, markers: Path | None = None, **kwargs) -> subprocess.Popen[str]:
-    """Start ``python -m echomq.cli ARGS`` against ``url`` from the repository root."""
-    env = dict(os.environ, REDIS_URL=url, PYTHONUNBUFFERED="1")
+def cli(
+    url: str, *args: str, markers: Path | None = None, env_extra: dict[str, str] | None = None, **kwargs
+) -> subprocess.Popen[str]:
+    """Start ``python -m echomq.cli ARGS`` against ``url`` from the repository root (``env_extra`` added
+    to its environment, e.g. a fault point)."""
+    env = dict(os.environ, REDIS_URL=url, PYTHONUNBUFFERED="1", **(env_extra or {}))
     if markers is not None:
         env["ECHOMQ_TEST_MARKERS"] = str(markers)
     return subprocess.Popen(
