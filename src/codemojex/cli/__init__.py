@@ -68,6 +68,36 @@ def _serve(args: argparse.Namespace) -> int:
     return asyncio.run(serve(options))
 
 
+def _conformance(args: argparse.Namespace) -> int:
+    from codemojex.conformance.harness import Config, run, write  # noqa: PLC0415
+
+    try:
+        config = Config(
+            guesses=args.guesses,
+            players=args.players,
+            workers=args.workers,
+            concurrency=args.concurrency,
+            appendfsync=args.appendfsync,
+            seed=args.seed,
+            kinds=tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()),
+            fault_every_s=args.fault_every,
+            boundary_rate=args.boundary_rate,
+            lease_ms=args.lease_ms,
+            redis_url=args.redis_url,
+            tag=args.tag if args.tag != "cm" else "conformance",
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    report = run(config)
+    if args.report:
+        write(report, Path(args.report))
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        print(report.to_text())
+    return 0 if report.ok else 1
+
+
 async def _run(args: argparse.Namespace) -> Result:
     try:
         game = Game.from_url(_url(args), tag=args.tag, cluster=args.cluster, max_connections=_pool_size(args))
@@ -101,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     game_logger.setLevel(args.log_level)
     try:
         if args.run is None:
-            return _serve(args)
+            return _conformance(args) if args.command == "conformance" else _serve(args)
         result = asyncio.run(_run(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from codemojex.cli import commands, play
 from codemojex.cli.commands import Command
 from codemojex.cli.exits import PROG
+from codemojex.conformance.harness import KINDS
 from codemojex.engine import LENGTH
 from codemojex.errors import InvalidInput
 from codemojex.game import check_amount, check_currency
@@ -237,6 +238,28 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TOKEN",
         help="default $CODEMOJEX_OPERATOR_TOKEN, else one kept in the data folder",
     )
+
+    conformance = sub.add_parser(
+        "conformance",
+        parents=[common],
+        help="the fault-injection suite: play under crashes, then check no guess is lost or scored twice",
+    )
+    conformance.set_defaults(run=None)
+    conformance.add_argument("--guesses", type=_count(1), default=2000)
+    conformance.add_argument("--players", type=_count(1), default=20)
+    conformance.add_argument("--workers", type=_count(1), default=3, help="worker processes")
+    conformance.add_argument("--concurrency", type=_count(1), default=8, help="job slots of each worker")
+    conformance.add_argument("--appendfsync", choices=["always", "everysec"], default="always")
+    conformance.add_argument("--seed", type=int, default=1)
+    conformance.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"fault kinds, comma-separated (default all: {','.join(KINDS)})",
+    )
+    conformance.add_argument("--fault-every", type=_seconds, default=0.4, metavar="SECONDS")
+    conformance.add_argument("--boundary-rate", type=float, default=0.01, metavar="P")
+    conformance.add_argument("--lease-ms", type=_count(100), default=1000)
+    conformance.add_argument("--report", default=None, metavar="PATH", help="also write the report as JSON")
 
     worker = leaf(sub, "worker", commands.worker_run, "run the score worker until SIGTERM / SIGINT")
     worker.add_argument("--concurrency", type=int, default=10)

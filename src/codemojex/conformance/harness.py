@@ -1,0 +1,480 @@
+"""One conformance run: players submit guesses against real ``codemojex worker`` processes and a real
+Redis while a fault schedule breaks things; at the end the invariants are checked and a report made.
+
+The faults (each kind can be left out with ``kinds``):
+
+``kill``
+    SIGKILL a random worker process, at whatever point of its job cycle it happens to be.
+``boundary``
+    every worker runs with the named fault points armed at ``boundary_rate`` (``ECHOMQ_FAULTS``: after a
+    claim, mid-handler, mid-extension; ``CODEMOJEX_FAULTS``: after the effect, before the acknowledgement),
+    so it kills itself exactly at those boundaries now and then.
+``stall``
+    SIGSTOP a worker for 2.5 leases, then SIGCONT it: its lease is reaped and re-claimed meanwhile, and
+    what it finishes afterwards is refused as stale.
+``redis``
+    SIGKILL the Redis server and restart it on its AOF (only a server the harness started). With
+    ``appendfsync always`` no acknowledged write may be lost; with ``everysec`` the loss is counted.
+``cut``
+    cut the TCP link between the workers and Redis (a loopback proxy), as a reset or a blackhole, then
+    restore it.
+``sweeps``
+    run the sweep from three ``echomq sweep`` processes at once.
+``skew``
+    start each worker with its clock shifted by up to an hour either way (``ECHOMQ_CLOCK_SKEW_MS``).
+
+Players retry a submit that got no answer with the same JOB id (an idempotent client), and resubmit a
+share of their answered guesses on purpose (duplicates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import redis
+
+from codemojex import faults as game_faults
+from codemojex import players as game_players
+from codemojex import rounds, wallet
+from codemojex.conformance import invariants
+from codemojex.conformance.history import History
+from codemojex.conformance.invariants import Client
+from codemojex.conformance.report import Report
+from codemojex.errors import CodemojexError
+from codemojex.game import Game, GameSettings
+from codemojex.guesses import Outcome, submit
+from codemojex.keys import JOB, GameKeys
+from echomq import faults as bus_faults
+from echomq import ids
+from echomq.keyspace import Keyspace
+from echomq.proxy import Proxy
+from echomq.server import RedisProcess
+
+KINDS = ("kill", "boundary", "stall", "redis", "cut", "sweeps", "skew")
+INJECTED = ("kill", "stall", "redis", "cut", "sweeps")  # what the injector picks from, at random
+BOUNDARY_POINTS = ("worker.after_claim", "worker.mid_handler", "worker.mid_extend")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    guesses: int = 2000
+    players: int = 20
+    workers: int = 3
+    concurrency: int = 8
+    appendfsync: str = "always"  # of the Redis the harness starts: always | everysec
+    fault_every_s: float = 0.4  # the injector's pace
+    boundary_rate: float = 0.01  # chance a worker kills itself at each armed boundary it crosses
+    duplicate_rate: float = 0.1  # share of answered guesses submitted again on purpose
+    lease_ms: int = 1000
+    seed: int = 1
+    kinds: tuple[str, ...] = KINDS
+    redis_url: str | None = None  # a Redis of the user's own: no Redis crashes
+    tag: str = "conformance"
+    drain_timeout_s: float = 180.0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+        if self.appendfsync not in ("always", "everysec"):
+            raise ValueError("appendfsync is always or everysec")
+        for name in ("guesses", "players", "workers", "concurrency", "lease_ms"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} is at least 1")
+
+
+SETTINGS = GameSettings(max_queued=1_000_000, max_attempts=25, events_cap=1_000_000)
+
+
+def _now_ms(client: Client) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+@dataclass
+class WorkerPool:
+    """The worker processes, restarted when they die until the pool stops."""
+
+    url: str
+    config: Config
+    history: History
+    rng: random.Random
+    armed: bool = True
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    killed_by_us: set[int] = field(default_factory=set)
+    retired: set[int] = field(default_factory=set)  # stopped on purpose (SIGTERM) for the drain
+    stopping: bool = False
+    restarts: int = 0
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        for name in (bus_faults.ENV, game_faults.ENV, bus_faults.SKEW_ENV):
+            env.pop(name, None)
+        kinds = self.config.kinds
+        if self.armed and "boundary" in kinds:
+            rate = self.config.boundary_rate
+            env[bus_faults.ENV] = ",".join(f"{point}@{rate}" for point in BOUNDARY_POINTS)
+            env[game_faults.ENV] = f"score.after_effect@{rate}"
+        if "skew" in kinds:
+            env[bus_faults.SKEW_ENV] = str(self.rng.randint(-3_600_000, 3_600_000))
+            self.history.faults["skew"] += 1
+        env[bus_faults.SEED_ENV] = str(self.rng.random())
+        return env
+
+    def spawn(self) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", self.url, "--tag", self.config.tag]
+        argv += ["--log-level", "ERROR", "worker", "--concurrency", str(self.config.concurrency)]
+        argv += ["--lease-ms", str(self.config.lease_ms), "--sweep-every", "0.3", "--grace", "2"]
+        process = subprocess.Popen(argv, env=self._env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.processes.append(process)
+        return process
+
+    def live(self) -> list[subprocess.Popen[bytes]]:
+        return [p for p in self.processes if p.poll() is None]
+
+    async def supervise(self) -> None:
+        while not self.stopping:
+            for process in list(self.processes):
+                code = process.poll()
+                if code is None:
+                    continue
+                self.processes.remove(process)
+                if process.pid in self.retired:
+                    self.history.worker_exits["stopped for the drain"] += 1
+                elif process.pid in self.killed_by_us:
+                    self.history.worker_exits["killed by the harness"] += 1
+                elif code == -signal.SIGKILL:
+                    self.history.worker_exits["killed itself at a fault point"] += 1
+                    self.history.faults["boundary"] += 1
+                else:
+                    self.history.worker_exits[f"exited {code}"] += 1
+                if not self.stopping:
+                    self.restarts += 1
+                    self.spawn()
+            await asyncio.sleep(0.1)
+
+    async def replace_all(self, *, armed: bool) -> None:
+        """Stop every worker (SIGTERM: they release their jobs) and start fresh ones."""
+        self.armed = armed
+        old = self.live()
+        for process in old:
+            self.retired.add(process.pid)
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+        for process in old:
+            await asyncio.to_thread(_wait, process)
+
+    async def stop(self) -> None:
+        self.stopping = True
+        for process in self.live():
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+        for process in self.processes:
+            await asyncio.to_thread(_wait, process)
+
+
+def _sweep_from_processes(argv: list[str], env: dict[str, str], count: int) -> None:
+    """``count`` sweep processes started together, waited for together."""
+    sweepers = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+    for sweeper in sweepers:
+        _wait(sweeper)
+
+
+def _wait(process: subprocess.Popen[bytes]) -> None:
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One player's part: how many guesses, drawn from the keyboard, never the secret."""
+
+    keyboard: tuple[str, ...]
+    secret: tuple[str, ...]
+    count: int
+    rng: random.Random
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How the run ended, for the checks."""
+
+    round_id: str
+    players: list[str]
+    drained: bool
+    seconds: float
+    restarts: int
+
+
+class Run:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.history = History()
+        self.server: RedisProcess | None = None
+        self.proxy: Proxy | None = None
+        self.url = ""
+        self.keys = Keyspace(config.tag)
+        self.ending: Ending | None = None
+
+    # -- set-up ----------------------------------------------------------------------------------------
+
+    def _start_redis(self, stack: contextlib.ExitStack) -> None:
+        if self.config.redis_url:
+            self.url = self.config.redis_url
+            return
+        self.server = RedisProcess(appendonly=True, appendfsync=self.config.appendfsync)
+        self.server.start()
+        stack.callback(self.server.close)
+        self.url = self.server.url
+
+    def _worker_url(self) -> str:
+        parsed = urlparse(self.url)
+        if "cut" not in self.config.kinds or parsed.scheme != "redis" or parsed.port is None:
+            return self.url
+        self.proxy = Proxy(parsed.port, target_host=parsed.hostname or "127.0.0.1").start()
+        return self.proxy.url.replace("/0", parsed.path or "/0")
+
+    async def _arena(self, game: Game) -> tuple[str, tuple[str, ...], tuple[str, ...], list[str]]:
+        the_round = await rounds.open_round(game)
+        secret = await rounds.read_secret(game, the_round.id)
+        each = self.config.guesses // self.config.players + 2
+        joined = []
+        for number in range(self.config.players):
+            player = await game_players.register(game, f"player {number}")
+            await wallet.credit(game, player.id, the_round.prices[0][0], each, reason="conformance")
+            joined.append(player.id)
+        return the_round.id, the_round.keyboard.keys, secret, joined
+
+    # -- the players -----------------------------------------------------------------------------------
+
+    async def _submit(self, game: Game, round_id: str, player: str, guess: tuple[str, ...], job: str) -> str:
+        """Submit until answered (the same JOB id each time: an idempotent client); the answer."""
+        pause = 0.05
+        while True:
+            try:
+                outcome = await submit(game, round_id, player, guess, job_id=job)
+            except CodemojexError:  # Redis unreachable, restarting (LOADING), or a cut: retry, same id
+                self.history.answered(job, "error")
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                continue
+            answer = outcome.outcome.value if outcome.outcome is not Outcome.REFUSED else str(outcome.refusal)
+            self.history.answered(job, answer)
+            return answer
+
+    async def _play(self, game: Game, round_id: str, player: str, plan: Plan) -> None:
+        rng, secret = plan.rng, plan.secret
+        for _ in range(plan.count):
+            guess = secret
+            while guess == secret:  # a solved player is refused further guesses: never solve
+                guess = tuple(rng.choice(plan.keyboard) for _ in secret)
+            job = ids.mint(JOB)
+            answer = await self._submit(game, round_id, player, guess, job)
+            if answer == "admitted" and rng.random() < self.config.duplicate_rate:
+                await self._submit(game, round_id, player, guess, job)
+
+    # -- the faults ------------------------------------------------------------------------------------
+
+    async def _inject(self, pool: WorkerPool, client: Client, stop: asyncio.Event) -> None:
+        kinds = [kind for kind in INJECTED if kind in self.config.kinds]
+        if self.server is None:
+            kinds = [kind for kind in kinds if kind != "redis"]
+        if self.proxy is None:
+            kinds = [kind for kind in kinds if kind != "cut"]
+        pending: set[asyncio.Task[None]] = set()
+        turn: list[str] = []
+        while kinds and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.fault_every_s * (0.5 + self.rng.random()))
+            if stop.is_set():
+                break
+            if not turn:  # every kind once per turn, in a random order: a short run still has each
+                turn = self.rng.sample(kinds, len(kinds))
+            kind = turn.pop()
+            task = asyncio.create_task(self._fault(kind, pool, client))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+        await asyncio.gather(*pending)
+
+    async def _fault(self, kind: str, pool: WorkerPool, client: Client) -> None:
+        live = pool.live()
+        if kind in ("kill", "stall") and not live:
+            return
+        self.history.faults[kind] += 1
+        if kind == "kill":
+            victim = self.rng.choice(live)
+            held = await asyncio.to_thread(self._held_by, client, victim.pid)
+            pool.killed_by_us.add(victim.pid)
+            victim.kill()
+            if held is not None:
+                self.history.kills.append(held)
+        elif kind == "stall":
+            victim = self.rng.choice(live)
+            victim.send_signal(signal.SIGSTOP)
+            await asyncio.sleep(2.5 * self.config.lease_ms / 1000)
+            victim.send_signal(signal.SIGCONT)
+        elif kind == "redis":
+            assert self.server is not None
+            await asyncio.to_thread(self.server.kill)
+            await asyncio.sleep(0.2)
+            await asyncio.to_thread(self.server.start)
+        elif kind == "cut":
+            assert self.proxy is not None
+            self.proxy.cut(self.rng.choice(("reset", "blackhole")))
+            await asyncio.sleep(0.3 + 0.7 * self.rng.random())
+            self.proxy.restore()
+        elif kind == "sweeps":
+            env = dict(os.environ, REDIS_URL=self.url)
+            argv = [sys.executable, "-m", "echomq.cli", "--tag", self.config.tag, "sweep"]
+            await asyncio.to_thread(_sweep_from_processes, argv, env, 3)
+
+    def _held_by(self, client: Client, pid: int) -> tuple[int, list[str]] | None:
+        """(server ms, the active jobs the worker ``pid`` holds) just before it is killed."""
+        try:
+            now = _now_ms(client)
+            held = []
+            for raw in client.zrange(self.keys.active, 0, -1):
+                owner = client.hget(self.keys.job(raw.decode()), "owner")
+                if owner is not None and owner.decode().endswith(f":{pid}"):
+                    held.append(raw.decode())
+        except redis.RedisError:
+            return None  # Redis is down at this moment: no recovery time for this kill
+        return now, held
+
+    # -- the end ---------------------------------------------------------------------------------------
+
+    async def _drained(self, client: Client) -> bool:
+        deadline = time.monotonic() + self.config.drain_timeout_s
+        while time.monotonic() < deadline:
+            try:
+                busy = sum(
+                    int(client.zcard(getattr(self.keys, name))) for name in ("active", "delayed")
+                ) + int(client.llen(self.keys.ring))
+            except redis.RedisError:
+                busy = 1
+            if busy == 0:
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    async def execute(self) -> Report:
+        started = time.monotonic()
+        with contextlib.ExitStack() as stack:
+            self._start_redis(stack)
+            worker_url = self._worker_url()
+            if self.proxy is not None:
+                stack.callback(self.proxy.close)
+            client = redis.Redis.from_url(self.url, socket_timeout=5)
+            stack.callback(client.close)
+            async with Game.from_url(self.url, self.config.tag, SETTINGS, max_connections=400) as game:
+                round_id, keyboard, secret, joined = await self._arena(game)
+                pool = WorkerPool(worker_url, self.config, self.history, self.rng)
+                for _ in range(self.config.workers):
+                    pool.spawn()
+                supervisor = asyncio.create_task(pool.supervise())
+                stop = asyncio.Event()
+                injector = asyncio.create_task(self._inject(pool, client, stop))
+                share, extra = divmod(self.config.guesses, self.config.players)
+                plans = [
+                    Plan(keyboard, secret, share + (n < extra), random.Random(self.rng.random()))
+                    for n in range(len(joined))
+                ]
+                await asyncio.gather(
+                    *(
+                        self._play(game, round_id, player, plan)
+                        for player, plan in zip(joined, plans, strict=True)
+                    )
+                )
+                stop.set()
+                await injector
+                await pool.replace_all(armed=False)  # the drain: workers with no fault points armed
+                drained = await self._drained(client)
+                pool.stopping = True
+                await supervisor
+                await pool.stop()
+            self.ending = Ending(round_id, joined, drained, time.monotonic() - started, pool.restarts)
+            return self._check(client, self.ending)
+
+    def execute_blocking(self) -> Report:
+        return asyncio.run(self.execute())
+
+    def recheck(self) -> Report:
+        """The checks again, on the Redis of ``redis_url`` as it is now (after a run against a Redis of
+        the caller's own, which outlives the run)."""
+        if self.ending is None or not self.config.redis_url:
+            raise RuntimeError("recheck needs a finished run against a Redis of the caller's own")
+        client = redis.Redis.from_url(self.config.redis_url, socket_timeout=5)
+        try:
+            return self._check(client, self.ending)
+        finally:
+            client.close()
+
+    def _check(self, client: Client, ending: Ending) -> Report:
+        round_id, joined, drained = ending.round_id, ending.players, ending.drained
+        keys = GameKeys(self.config.tag)
+        rows = invariants.job_rows(client, self.keys)
+        state = invariants.read_game(client, keys, round_id, joined)
+        violations = [] if drained else ["the queue did not drain within the drain timeout"]
+        violations += invariants.queue_structure(client, self.keys, rows)
+        once, figures = invariants.exactly_once(state, rows, self.history.acknowledged)
+        violations += once
+        violations += invariants.wallets(client, keys, state)
+        violations += invariants.leaderboard(state)
+        if self.config.appendfsync == "always" and figures["vanished"]:
+            violations.append(f"{figures['vanished']} acknowledged guesses vanished with appendfsync always")
+        counters = {k.decode(): int(v) for k, v in client.hgetall(self.keys.stats).items()}
+        recoveries = []
+        for killed_at, held in self.history.kills:
+            for job in held:
+                finished = rows.get(job, {}).get("finished")
+                if finished:
+                    recoveries.append(int(finished) - killed_at)
+        return Report(
+            config=asdict(self.config),
+            seconds=ending.seconds,
+            submit_calls=dict(self.history.calls),
+            acknowledged=len(self.history.acknowledged),
+            duplicates_absorbed=self.history.calls["duplicate"],
+            idempotent_retries=self.history.retried_after_error,
+            faults=dict(self.history.faults),
+            worker_exits=dict(self.history.worker_exits),
+            worker_restarts=ending.restarts,
+            redeliveries=sum(1 for row in rows.values() if int(row.get("attempts", "0")) > 1),
+            reclaimed=counters.get("reclaimed", 0),
+            stale_refused=counters.get("stale", 0),
+            leases_revoked=counters.get("revoked", 0),
+            recovery_ms=sorted(recoveries),
+            scored=len(state.records),
+            lost=figures["lost"],
+            double=figures["double"],
+            dead=figures["dead"],
+            vanished=figures["vanished"],
+            violations=violations,
+        )
+
+
+def run(config: Config) -> Report:
+    """One run, start to report (blocking)."""
+    return Run(config).execute_blocking()
+
+
+def write(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.to_json())

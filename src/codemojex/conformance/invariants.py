@@ -1,0 +1,201 @@
+"""The invariants a conformance run checks at its end, from Redis state and from the run's history.
+
+Each check returns the violations it found (empty when it holds), so a report can list every broken
+promise at once instead of stopping at the first:
+
+* :func:`queue_structure`: every job row is in exactly one location, the one its state names; a lane is
+  in the ring iff it holds a job, once; the fairness clock has a field for exactly the ring's lanes.
+* :func:`exactly_once`: every admitted guess has one GES record, at most one ``scored`` event (the stream
+  is capped), one observation in the latency histogram (``score.lua`` counts each effect it applies), and
+  is counted once in its player's attempts; nothing is lost (every admitted job is done, or dead with a
+  reason).
+* :func:`wallets`: every ledger reconciles with its balances, and each admitted guess was charged once.
+* :func:`leaderboard`: the board equals the ranking recomputed from the GES records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from codemojex import ranking
+from codemojex.guesses import GuessRecord, record_from_row
+from codemojex.keys import GameKeys, guess_of
+from codemojex.leaderboard import recompute
+from codemojex.wallet import LedgerEntry, Wallet, reconcile
+from echomq.keyspace import Keyspace
+
+# A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
+Client = Any
+
+_SETS = ("active", "delayed", "done", "dead")
+
+
+def _locations(client: Client, keys: Keyspace) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
+    for name in _SETS:
+        for member in client.zrange(getattr(keys, name), 0, -1):
+            where.setdefault(member.decode(), []).append(name)
+    for key in client.scan_iter(match=f"{keys.prefix}lane:*", count=1000):
+        lane = key.decode()[len(keys.prefix) + len("lane:") :]
+        for member in client.zrange(key, 0, -1):
+            where.setdefault(member.decode(), []).append(f"lane:{lane}")
+    return where
+
+
+def job_rows(client: Client, keys: Keyspace) -> dict[str, dict[str, str]]:
+    """job id -> its row (payload and result left out)."""
+    out = {}
+    for key in client.scan_iter(match=f"{keys.prefix}job:*", count=1000):
+        row = client.hgetall(key)
+        out[key.decode()[len(keys.prefix) + len("job:") :]] = {
+            k.decode(): v.decode("utf-8", "replace")
+            for k, v in row.items()
+            if k not in (b"payload", b"result")
+        }
+    return out
+
+
+def queue_structure(client: Client, keys: Keyspace, rows: dict[str, dict[str, str]]) -> list[str]:
+    problems = []
+    where = _locations(client, keys)
+    for job, places in where.items():
+        if len(places) != 1:
+            problems.append(f"{job} is in {len(places)} locations: {places}")
+        if job not in rows:
+            problems.append(f"{job} is in {places[0]} but has no row")
+    for job, row in rows.items():
+        if "trimmed" in row:
+            if job in where:
+                problems.append(f"trimmed {job} is still in {where[job]}")
+            continue
+        expected = f"lane:{row['lane']}" if row["state"] == "queued" else row["state"]
+        if where.get(job, [None])[0] != expected:
+            problems.append(f"{job} has state {row['state']} but is in {where.get(job)}")
+    ring = [lane.decode() for lane in client.lrange(keys.ring, 0, -1)]
+    twice = [lane for lane, count in Counter(ring).items() if count > 1]
+    if twice:
+        problems.append(f"lanes in the ring more than once: {twice}")
+    lanes = {place[5:] for places in where.values() for place in places if place.startswith("lane:")}
+    if set(ring) != lanes:
+        problems.append(f"the ring {sorted(ring)} is not the non-empty lanes {sorted(lanes)}")
+    waiting = {lane.decode() for lane in client.hkeys(keys.waiting)}
+    if waiting != set(ring):
+        problems.append(f"the fairness clock's lanes {sorted(waiting)} are not the ring's {sorted(ring)}")
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class GameState:
+    """What the game's keys of one round hold, read once for the checks."""
+
+    records: dict[str, GuessRecord]  # GES id -> record
+    scored_events: Counter[str]  # JOB id -> "scored" events naming it
+    standings: dict[str, ranking.Standing]
+    board: list[str]  # members in rank order
+    submitted: dict[str, set[str]]  # player -> JOB ids admitted (the host's own index)
+    observed: int  # effects score.lua applied (its latency histogram's count: one per record written)
+
+
+def read_game(client: Client, keys: GameKeys, round_id: str, players: Iterable[str]) -> GameState:
+    records = {}
+    for raw in client.zrange(keys.scored(round_id), 0, -1):
+        guess_id = raw.decode()
+        row = client.hgetall(keys.guess(guess_id))
+        if row:
+            records[guess_id] = record_from_row(guess_id, row)
+    events: Counter[str] = Counter()
+    for _, fields in client.xrange(keys.events(round_id)):
+        if fields.get(b"kind") == b"scored":
+            events[fields[b"job"].decode()] += 1
+    standings = {
+        player.decode(): ranking.parse_board_member(member.decode())
+        for player, member in client.hgetall(keys.standing(round_id)).items()
+    }
+    board = [member.decode() for member in client.zrange(keys.board(round_id), 0, -1)]
+    submitted = {
+        player: {raw.decode() for raw in client.zrange(keys.submitted(round_id, player), 0, -1)}
+        for player in players
+    }
+    observed = int(client.hget(keys.latency, "count") or 0)
+    return GameState(records, events, standings, board, submitted, observed)
+
+
+def exactly_once(
+    state: GameState, rows: dict[str, dict[str, str]], acknowledged: set[str]
+) -> tuple[list[str], dict[str, int]]:
+    """Violations, and the figures: ``lost`` (acknowledged, in Redis, neither scored nor dead),
+    ``double`` (scored events or counted attempts beyond one), ``dead``, ``vanished`` (acknowledged but
+    no longer in Redis at all: what a crash of an ``everysec`` server can lose)."""
+    problems: list[str] = []
+    admitted = set().union(*state.submitted.values()) if state.submitted else set()
+    lost = double = dead = vanished = 0
+    for job in sorted(acknowledged | admitted):
+        row = rows.get(job)
+        record = state.records.get(guess_of(job))
+        if row is None and record is None:
+            vanished += 1
+            continue
+        if row is not None and row["state"] == "dead":
+            dead += 1
+            if not row.get("error"):
+                problems.append(f"{job} is dead without a reason")
+            if record is not None:
+                problems.append(f"{job} is dead but was scored")
+            continue
+        if record is None:
+            lost += 1
+            problems.append(f"{job} was admitted but is not scored (row state {row and row['state']})")
+            continue
+        if state.scored_events[job] > 1:  # 0 is fine: the stream is capped, old events are trimmed
+            double += 1
+            problems.append(f"{job} has {state.scored_events[job]} scored events")
+    for job, count in state.scored_events.items():
+        if job not in admitted and job not in acknowledged:
+            problems.append(f"{job} was scored ({count}x) but never admitted")
+    if state.observed != len(state.records):  # score.lua observes the latency once per record it writes
+        double += max(0, state.observed - len(state.records))
+        problems.append(f"{state.observed} effects observed for {len(state.records)} GES records")
+    counted: Counter[str] = Counter(r.player for r in state.records.values() if r.counted)
+    for player, standing in state.standings.items():
+        if standing.attempts != counted[player]:
+            double += 1
+            problems.append(
+                f"{player} has {standing.attempts} attempts but {counted[player]} counted records"
+            )
+    return problems, {"lost": lost, "double": double, "dead": dead, "vanished": vanished}
+
+
+def _wallet(client: Client, keys: GameKeys, player: str) -> Wallet:
+    balances = {k.decode(): int(v) for k, v in client.hgetall(keys.wallet(player)).items()}
+    entries = []
+    for raw in client.lrange(keys.ledger(player), 0, -1):
+        data = json.loads(raw)
+        entries.append(
+            LedgerEntry(
+                data["at"], data["currency"], data["delta"], data["balance"], data["reason"], data["job"]
+            )
+        )
+    return Wallet(player, balances, tuple(entries))
+
+
+def wallets(client: Client, keys: GameKeys, state: GameState) -> list[str]:
+    problems = []
+    for player, admitted in state.submitted.items():
+        wallet = _wallet(client, keys, player)
+        problems += [f"{player}: {problem}" for problem in reconcile(wallet)]
+        charged = Counter(entry.job for entry in wallet.ledger if entry.reason == "guess")
+        problems += [f"{job} was charged {n} times" for job, n in charged.items() if n != 1]
+        problems += [f"{job} was admitted but never charged" for job in admitted if job not in charged]
+        problems += [f"{job} was charged but is not admitted" for job in charged if job not in admitted]
+    return problems
+
+
+def leaderboard(state: GameState) -> list[str]:
+    expected = [ranking.board_member(standing) for standing in recompute(list(state.records.values()))]
+    if expected != state.board:
+        return [f"the board ({len(state.board)} players) is not the ranking recomputed from the GES records"]
+    return []

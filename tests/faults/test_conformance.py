@@ -1,0 +1,110 @@
+"""The conformance suite's short schedule (CI): players submit under every kind of fault, and at the end
+no guess is lost and none is scored twice. And the checks can fail: a state broken on purpose is caught."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from codemojex.conformance.harness import INJECTED, Config, Run, run
+from codemojex.keys import GameKeys, guess_of
+from echomq.keyspace import Keyspace
+
+SHORT = Config(
+    guesses=1500, players=12, workers=3, concurrency=8, fault_every_s=0.15, boundary_rate=0.02, seed=11
+)
+
+
+@pytest.mark.slow
+def test_under_every_fault_no_guess_is_lost_or_scored_twice_with_appendfsync_always():
+    report = run(SHORT)
+    assert report.ok, report.to_text()
+    assert report.acknowledged == SHORT.guesses
+    assert report.scored == SHORT.guesses
+    assert (report.lost, report.double, report.vanished) == (0, 0, 0)
+    for kind in (*INJECTED, "boundary", "skew"):
+        assert report.faults.get(kind, 0) > 0, f"no {kind} fault was injected: {report.faults}"
+    assert report.duplicates_absorbed > 0
+    assert report.redeliveries > 0
+    assert json.loads(report.to_json())["ok"] is True
+
+
+@pytest.mark.slow
+def test_with_appendfsync_everysec_a_redis_crash_may_lose_admissions_but_never_scores_twice():
+    """everysec may lose up to a second of acknowledged writes per crash: counted, never a double."""
+    report = run(
+        dataclasses.replace(SHORT, appendfsync="everysec", seed=12, kinds=("redis", "kill", "boundary"))
+    )
+    assert report.double == 0, report.to_text()
+    assert report.lost == 0, report.to_text()
+    assert report.faults["redis"] > 0
+    assert not report.violations, report.to_text()
+    assert report.acknowledged - report.vanished == report.scored + report.dead
+
+
+@pytest.fixture
+def finished_run(redis_server, tag):
+    """A short run against the session's Redis (a Redis of the caller's own, as a user would run it),
+    which outlives the run, so its state can be broken and checked again."""
+    config = dataclasses.replace(
+        SHORT, guesses=200, players=4, redis_url=redis_server.url, tag=tag, kinds=("kill", "boundary")
+    )
+    the_run = Run(config)
+    report = the_run.execute_blocking()
+    assert report.ok, report.to_text()
+    return the_run
+
+
+def _one_scored_job(client, tag):
+    keys = Keyspace(tag)
+    job = client.zrange(keys.done, 0, 0)[0].decode()
+    return keys, GameKeys(tag), job
+
+
+def test_the_checks_catch_a_lost_guess(finished_run, sync_redis, tag):
+    _, game_keys, job = _one_scored_job(sync_redis, tag)
+    sync_redis.delete(game_keys.guess(guess_of(job)))
+    report = finished_run.recheck()
+    assert not report.ok
+    assert report.lost == 1
+    assert any(job in violation and "not scored" in violation for violation in report.violations)
+
+
+def test_the_checks_catch_a_double_effect_and_a_double_charge(finished_run, sync_redis, tag):
+    _, game_keys, job = _one_scored_job(sync_redis, tag)
+    sync_redis.hincrby(game_keys.latency, "count", 1)  # as if score.lua had applied an effect twice
+    player = json.loads(sync_redis.hget(f"emq:{{{tag}}}:job:{job}", "payload"))["player"]
+    charge = next(
+        entry
+        for entry in sync_redis.lrange(game_keys.ledger(player), 0, -1)
+        if json.loads(entry)["job"] == job
+    )
+    sync_redis.rpush(game_keys.ledger(player), charge)
+    report = finished_run.recheck()
+    assert report.double >= 1
+    assert any("effects observed" in violation for violation in report.violations)
+    assert any(f"{job} was charged 2 times" in violation for violation in report.violations)
+
+
+def test_the_checks_catch_a_job_in_two_places_and_a_lane_out_of_the_ring(finished_run, sync_redis, tag):
+    keys, _, job = _one_scored_job(sync_redis, tag)
+    sync_redis.zadd(keys.lane("PLR00000000000000000000000"), {job: 0})
+    report = finished_run.recheck()
+    assert any(f"{job} is in 2 locations" in violation for violation in report.violations)
+    assert any("the ring" in violation for violation in report.violations)
+
+
+def test_the_checks_catch_a_board_that_is_not_the_ranking(finished_run, sync_redis, tag):
+    round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
+    sync_redis.zpopmin(GameKeys(tag).board(round_id))
+    report = finished_run.recheck()
+    assert any("the board" in violation for violation in report.violations)
+
+
+def test_a_schedule_names_only_known_faults():
+    with pytest.raises(ValueError, match="unknown fault kinds"):
+        Config(kinds=("kill", "meteor"))
+    with pytest.raises(ValueError, match="appendfsync"):
+        Config(appendfsync="never")
