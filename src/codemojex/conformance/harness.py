@@ -115,6 +115,7 @@ class WorkerPool:
     retired: set[int] = field(default_factory=set)  # stopped on purpose (SIGTERM) for the drain
     stopping: bool = False
     restarts: int = 0
+    client: Client | None = None  # to read what a worker that killed itself held
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -156,6 +157,12 @@ class WorkerPool:
                 elif code == -signal.SIGKILL:
                     self.history.worker_exits["killed itself at a fault point"] += 1
                     self.history.faults["boundary"] += 1
+                    if self.client is not None:
+                        held = await asyncio.to_thread(
+                            held_by, self.client, Keyspace(self.config.tag), process.pid
+                        )
+                        if held is not None:
+                            self.history.kills.append(held)
                 else:
                     self.history.worker_exits[f"exited {code}"] += 1
                 if not self.stopping:
@@ -181,6 +188,21 @@ class WorkerPool:
             process.terminate()
         for process in self.processes:
             await asyncio.to_thread(_wait, process)
+
+
+def held_by(client: Client, keys: Keyspace, pid: int) -> tuple[int, list[tuple[str, int]]] | None:
+    """(server ms, the active jobs the worker ``pid`` holds with their attempts token), or None if Redis
+    cannot be read at this moment (no recovery time is measured for that death)."""
+    try:
+        now = _now_ms(client)
+        held = []
+        for raw in client.zrange(keys.active, 0, -1):
+            owner, attempts = client.hmget(keys.job(raw.decode()), "owner", "attempts")
+            if owner is not None and owner.decode().endswith(f":{pid}"):
+                held.append((raw.decode(), int(attempts or 0)))
+    except redis.RedisError:
+        return None
+    return now, held
 
 
 def _sweep_from_processes(argv: list[str], env: dict[str, str], count: int) -> None:
@@ -320,9 +342,10 @@ class Run:
         self.history.faults[kind] += 1
         if kind == "kill":
             victim = self.rng.choice(live)
-            held = await asyncio.to_thread(self._held_by, client, victim.pid)
             pool.killed_by_us.add(victim.pid)
             victim.kill()
+            await asyncio.to_thread(victim.wait)  # dead: what it held stays active under its name
+            held = await asyncio.to_thread(self._held_by, client, victim.pid)
             if held is not None:
                 self.history.kills.append(held)
         elif kind == "stall":
@@ -345,18 +368,9 @@ class Run:
             argv = [sys.executable, "-m", "echomq.cli", "--tag", self.config.tag, "sweep"]
             await asyncio.to_thread(_sweep_from_processes, argv, env, 3)
 
-    def _held_by(self, client: Client, pid: int) -> tuple[int, list[str]] | None:
-        """(server ms, the active jobs the worker ``pid`` holds) just before it is killed."""
-        try:
-            now = _now_ms(client)
-            held = []
-            for raw in client.zrange(self.keys.active, 0, -1):
-                owner = client.hget(self.keys.job(raw.decode()), "owner")
-                if owner is not None and owner.decode().endswith(f":{pid}"):
-                    held.append(raw.decode())
-        except redis.RedisError:
-            return None  # Redis is down at this moment: no recovery time for this kill
-        return now, held
+    def _held_by(self, client: Client, pid: int) -> tuple[int, list[tuple[str, int]]] | None:
+        """(server ms, the active jobs the worker ``pid`` holds and their attempts token) at its death."""
+        return held_by(client, self.keys, pid)
 
     # -- the end ---------------------------------------------------------------------------------------
 
@@ -385,7 +399,7 @@ class Run:
             stack.callback(client.close)
             async with Game.from_url(self.url, self.config.tag, SETTINGS, max_connections=400) as game:
                 round_id, keyboard, secret, joined = await self._arena(game)
-                pool = WorkerPool(worker_url, self.config, self.history, self.rng)
+                pool = WorkerPool(worker_url, self.config, self.history, self.rng, client=client)
                 for _ in range(self.config.workers):
                     pool.spawn()
                 supervisor = asyncio.create_task(pool.supervise())
@@ -440,12 +454,12 @@ class Run:
         if self.config.appendfsync == "always" and figures["vanished"]:
             violations.append(f"{figures['vanished']} acknowledged guesses vanished with appendfsync always")
         counters = {k.decode(): int(v) for k, v in client.hgetall(self.keys.stats).items()}
-        recoveries = []
-        for killed_at, held in self.history.kills:
-            for job in held:
-                finished = rows.get(job, {}).get("finished")
-                if finished:
-                    recoveries.append(int(finished) - killed_at)
+        recoveries = []  # a dead worker's job, from its death to its finish by another delivery
+        for died_at, held in self.history.kills:
+            for job, token in held:
+                row = rows.get(job, {})
+                if row.get("finished") and int(row.get("attempts", "0")) > token:
+                    recoveries.append(int(row["finished"]) - died_at)
         return Report(
             config=asdict(self.config),
             seconds=ending.seconds,

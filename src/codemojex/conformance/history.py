@@ -19,7 +19,8 @@ class History:
     first_answer: dict[str, str] = field(default_factory=dict)  # JOB -> its first answer
     faults: Counter[str] = field(default_factory=Counter)  # injected, by kind
     worker_exits: Counter[str] = field(default_factory=Counter)  # how worker processes ended
-    kills: list[tuple[int, list[str]]] = field(default_factory=list)  # (server ms, jobs it held)
+    # A worker's death: (server ms, the jobs it held with their attempts token then).
+    kills: list[tuple[int, list[tuple[str, int]]]] = field(default_factory=list)
 
     def answered(self, job: str, answer: str) -> None:
         self.calls[answer] += 1
