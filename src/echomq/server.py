@@ -107,7 +107,10 @@ class RedisProcess:
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="echomq-redis-"))
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
+        # Below Linux's ephemeral range (32768-60999): while a restartable server is down, a client
+        # retrying its port could otherwise get that very port as its own (a TCP self-connection) and
+        # keep the server from binding it again.
+        self.port = port or free_port(highest=32767)
         self.appendonly = appendonly
         self.appendfsync = appendfsync
         self.extra = extra

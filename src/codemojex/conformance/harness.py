@@ -37,8 +37,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import redis
@@ -116,6 +118,7 @@ class WorkerPool:
     stopping: bool = False
     restarts: int = 0
     client: Client | None = None  # to read what a worker that killed itself held
+    supervisor: asyncio.Task[None] | None = None
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -183,6 +186,8 @@ class WorkerPool:
 
     async def stop(self) -> None:
         self.stopping = True
+        if self.supervisor is not None:
+            await self.supervisor
         for process in self.live():
             process.send_signal(signal.SIGCONT)
             process.terminate()
@@ -254,6 +259,7 @@ class Run:
         self.url = ""
         self.keys = Keyspace(config.tag)
         self.ending: Ending | None = None
+        self.errors: list[BaseException] = []
 
     # -- set-up ----------------------------------------------------------------------------------------
 
@@ -332,8 +338,18 @@ class Run:
             kind = turn.pop()
             task = asyncio.create_task(self._fault(kind, pool, client))
             pending.add(task)
-            task.add_done_callback(pending.discard)
+            task.add_done_callback(self._settled(pending))
         await asyncio.gather(*pending)
+        if self.errors:  # a fault the harness could not carry out (e.g. Redis would not restart)
+            raise self.errors[0]
+
+    def _settled(self, pending: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            pending.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                self.errors.append(task.exception())  # type: ignore[arg-type]
+
+        return done
 
     async def _fault(self, kind: str, pool: WorkerPool, client: Client) -> None:
         live = pool.live()
@@ -357,7 +373,7 @@ class Run:
             assert self.server is not None
             await asyncio.to_thread(self.server.kill)
             await asyncio.sleep(0.2)
-            await asyncio.to_thread(self.server.start)
+            await asyncio.to_thread(self.server.start)  # on the same AOF; raises if it cannot
         elif kind == "cut":
             assert self.proxy is not None
             self.proxy.cut(self.rng.choice(("reset", "blackhole")))
@@ -400,31 +416,42 @@ class Run:
             async with Game.from_url(self.url, self.config.tag, SETTINGS, max_connections=400) as game:
                 round_id, keyboard, secret, joined = await self._arena(game)
                 pool = WorkerPool(worker_url, self.config, self.history, self.rng, client=client)
-                for _ in range(self.config.workers):
-                    pool.spawn()
-                supervisor = asyncio.create_task(pool.supervise())
-                stop = asyncio.Event()
-                injector = asyncio.create_task(self._inject(pool, client, stop))
-                share, extra = divmod(self.config.guesses, self.config.players)
-                plans = [
-                    Plan(keyboard, secret, share + (n < extra), random.Random(self.rng.random()))
-                    for n in range(len(joined))
-                ]
-                await asyncio.gather(
-                    *(
-                        self._play(game, round_id, player, plan)
-                        for player, plan in zip(joined, plans, strict=True)
+                try:
+                    drained = await self._play_under_faults(
+                        game, pool, client, round_id, (keyboard, secret, joined)
                     )
-                )
-                stop.set()
-                await injector
-                await pool.replace_all(armed=False)  # the drain: workers with no fault points armed
-                drained = await self._drained(client)
-                pool.stopping = True
-                await supervisor
-                await pool.stop()
+                finally:
+                    await pool.stop()  # also when the run failed: no worker process outlives it
             self.ending = Ending(round_id, joined, drained, time.monotonic() - started, pool.restarts)
             return self._check(client, self.ending)
+
+    async def _play_under_faults(
+        self, game: Game, pool: WorkerPool, client: Client, round_id: str, arena: tuple[Any, Any, list[str]]
+    ) -> bool:
+        """The players and the faults together, then the drain; whether the queue drained."""
+        keyboard, secret, joined = arena
+        for _ in range(self.config.workers):
+            pool.spawn()
+        pool.supervisor = asyncio.create_task(pool.supervise())
+        stop = asyncio.Event()
+        injector = asyncio.create_task(self._inject(pool, client, stop))
+        share, extra = divmod(self.config.guesses, self.config.players)
+        plans = [
+            Plan(keyboard, secret, share + (n < extra), random.Random(self.rng.random()))
+            for n in range(len(joined))
+        ]
+        try:
+            await asyncio.gather(
+                *(
+                    self._play(game, round_id, player, plan)
+                    for player, plan in zip(joined, plans, strict=True)
+                )
+            )
+        finally:
+            stop.set()
+            await injector
+        await pool.replace_all(armed=False)  # the drain: workers with no fault points armed
+        return await self._drained(client)
 
     def execute_blocking(self) -> Report:
         return asyncio.run(self.execute())
