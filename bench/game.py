@@ -10,8 +10,8 @@ client: ``submit.lua`` (the charge and the admission in one script) and the pair
 itself (the engine) done before the clock starts. Then the game itself: guesses admitted through
 :func:`codemojex.guesses.submit` by many players at once, scored by ``codemojex worker`` processes, and
 the latency from calling submit to the scored event on the round's stream; and guesses POSTed to the
-web host (a uvicorn process of its own, ``bench.host``) by every player at once, each over its own
-keep-alive connection. Figures, never assertions: nothing here fails because a number is low (it fails
+web host (``python -m codemojex.web``, a uvicorn process of its own) by every player at once, each over
+its own keep-alive connection. Figures, never assertions: nothing here fails because a number is low (it fails
 only when the bench itself is wrong, e.g. a guess it meant to admit was refused).
 """
 
@@ -285,13 +285,12 @@ async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 
 
 async def http_fill(a: Arena, count: int, logs: Path) -> float:
-    """``count`` guesses POSTed to a web host process (``bench.host``), every player at once, each
+    """``count`` guesses POSTed to a web host process (``codemojex.web``), every player at once, each
     player's one after another over its own keep-alive connection: guesses admitted per second."""
     port = free_port()
     log = (logs / "host.log").open("wb")
-    host = subprocess.Popen(
-        [sys.executable, "-m", "bench.host", a.url, a.tag, str(port)], stdout=log, stderr=subprocess.STDOUT
-    )
+    argv = [sys.executable, "-m", "codemojex.web", "--redis-url", a.url, "--tag", a.tag, "--port", str(port)]
+    host = subprocess.Popen([*argv, "--max-queued", "1000000"], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(base_url=base, timeout=5) as probe:

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 from codemojex.cli import commands, play
 from codemojex.cli.commands import Command
 from codemojex.cli.exits import PROG
-from codemojex.conformance.harness import KINDS
+from codemojex.conformance import KINDS
 from codemojex.engine import LENGTH
 from codemojex.errors import InvalidInput
 from codemojex.game import check_amount, check_currency

@@ -8,3 +8,6 @@ and sweeps from several processes at once. At the end :mod:`.invariants` checks 
 :mod:`.history`, and :mod:`.report` prints the figures (text and JSON). It can run against a Redis of
 your own (``--redis-url``; it then leaves Redis crashes out and uses its own key tag).
 """
+
+# The fault kinds a schedule may name (see codemojex.conformance.harness for what each does).
+KINDS = ("kill", "boundary", "stall", "redis", "cut", "sweeps", "skew")

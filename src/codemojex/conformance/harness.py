@@ -37,7 +37,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,9 @@ import redis
 from codemojex import faults as game_faults
 from codemojex import players as game_players
 from codemojex import rounds, wallet
-from codemojex.conformance import invariants
+from codemojex.conformance import KINDS, invariants
 from codemojex.conformance.history import History
+from codemojex.conformance.http import HttpPlayer
 from codemojex.conformance.invariants import Client
 from codemojex.conformance.report import Report
 from codemojex.errors import CodemojexError
@@ -60,9 +61,8 @@ from echomq import faults as bus_faults
 from echomq import ids
 from echomq.keyspace import Keyspace
 from echomq.proxy import Proxy
-from echomq.server import RedisProcess
+from echomq.server import RedisProcess, free_port
 
-KINDS = ("kill", "boundary", "stall", "redis", "cut", "sweeps", "skew")
 INJECTED = ("kill", "stall", "redis", "cut", "sweeps")  # what the injector picks from, at random
 BOUNDARY_POINTS = ("worker.after_claim", "worker.mid_handler", "worker.mid_extend")
 
@@ -83,6 +83,7 @@ class Config:
     redis_url: str | None = None  # a Redis of the user's own: no Redis crashes
     tag: str = "conformance"
     drain_timeout_s: float = 180.0
+    http_share: float = 0.25  # of the players submit over HTTP to a web host process, with Idempotency-Key
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -90,6 +91,8 @@ class Config:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
         if self.appendfsync not in ("always", "everysec"):
             raise ValueError("appendfsync is always or everysec")
+        if not 0.0 <= self.http_share <= 1.0:
+            raise ValueError("http_share is in [0, 1]")
         for name in ("guesses", "players", "workers", "concurrency", "lease_ms"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is at least 1")
@@ -168,7 +171,7 @@ class WorkerPool:
                             self.history.kills.append(held)
                 else:
                     self.history.worker_exits[f"exited {code}"] += 1
-                if not self.stopping:
+                if not self.stopping and process.pid not in self.retired:
                     self.restarts += 1
                     self.spawn()
             await asyncio.sleep(0.1)
@@ -183,6 +186,8 @@ class WorkerPool:
             process.terminate()
         for process in old:
             await asyncio.to_thread(_wait, process)
+        for _ in range(self.config.workers):
+            self.spawn()
 
     async def stop(self) -> None:
         self.stopping = True
@@ -236,6 +241,7 @@ class Plan:
     secret: tuple[str, ...]
     count: int
     rng: random.Random
+    http: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +266,9 @@ class Run:
         self.keys = Keyspace(config.tag)
         self.ending: Ending | None = None
         self.errors: list[BaseException] = []
+        self.tokens: dict[str, str] = {}  # player -> API token
+        self.one_at_a_time = {"redis": asyncio.Lock(), "cut": asyncio.Lock()}
+        self.host_port = 0  # the web host process's, when some players play over HTTP
 
     # -- set-up ----------------------------------------------------------------------------------------
 
@@ -285,9 +294,11 @@ class Run:
         each = self.config.guesses // self.config.players + 2
         joined = []
         for number in range(self.config.players):
-            player = await game_players.register(game, f"player {number}")
+            token = game_players.new_token()
+            player = await game_players.register(game, f"player {number}", token=token)
             await wallet.credit(game, player.id, the_round.prices[0][0], each, reason="conformance")
             joined.append(player.id)
+            self.tokens[player.id] = token
         return the_round.id, the_round.keyboard.keys, secret, joined
 
     # -- the players -----------------------------------------------------------------------------------
@@ -308,6 +319,9 @@ class Run:
             return answer
 
     async def _play(self, game: Game, round_id: str, player: str, plan: Plan) -> None:
+        if plan.http:
+            await self._play_http(round_id, player, plan)
+            return
         rng, secret = plan.rng, plan.secret
         for _ in range(plan.count):
             guess = secret
@@ -317,6 +331,46 @@ class Run:
             answer = await self._submit(game, round_id, player, guess, job)
             if answer == "admitted" and rng.random() < self.config.duplicate_rate:
                 await self._submit(game, round_id, player, guess, job)
+
+    async def _play_http(self, round_id: str, player: str, plan: Plan) -> None:
+        """Each guess POSTed with an Idempotency-Key, retried with the same key until answered (a lost
+        reply, a 503 while Redis is away); a share sent again on purpose must be the same job."""
+        client = HttpPlayer(self.host_port, self.tokens[player])
+        path = f"/api/rounds/{round_id}/guesses"
+        try:
+            for number in range(plan.count):
+                guess = plan.secret
+                while guess == plan.secret:
+                    guess = tuple(plan.rng.choice(plan.keyboard) for _ in plan.secret)
+                key = f"{player}-{number}-{plan.rng.random()}"
+                job = await self._post_until_answered(client, path, list(guess), key)
+                if job and plan.rng.random() < self.config.duplicate_rate:
+                    again = await self._post_until_answered(client, path, list(guess), key)
+                    if again != job:
+                        self.history.problems.append(f"a retry of key {key} got job {again}, not {job}")
+        finally:
+            await client.close()
+
+    async def _post_until_answered(self, client: HttpPlayer, path: str, guess: list[str], key: str) -> str:
+        pause, failed = 0.05, False
+        while True:
+            try:
+                status, body = await client.post(path, {"guess": guess}, {"Idempotency-Key": key})
+            except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                status, body = 0, {}
+            if status == 202:
+                job = str(body["job_id"])
+                self.history.answered(job, str(body["status"]))
+                self.history.http_retried += failed
+                self.history.over_http += body["status"] == "admitted"
+                return job
+            if status not in (0, 503):  # anything but "try again" breaks a promise to this player
+                self.history.problems.append(f"POST {path} answered {status}: {body}")
+                return ""
+            failed = True
+            self.history.calls["http error"] += 1
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     # -- the faults ------------------------------------------------------------------------------------
 
@@ -371,14 +425,16 @@ class Run:
             victim.send_signal(signal.SIGCONT)
         elif kind == "redis":
             assert self.server is not None
-            await asyncio.to_thread(self.server.kill)
-            await asyncio.sleep(0.2)
-            await asyncio.to_thread(self.server.start)  # on the same AOF; raises if it cannot
+            async with self.one_at_a_time[kind]:  # a crash overlapping a restart is not a crash to survive
+                await asyncio.to_thread(self.server.kill)
+                await asyncio.sleep(0.2)
+                await asyncio.to_thread(self.server.start)  # on the same AOF; raises if it cannot
         elif kind == "cut":
             assert self.proxy is not None
-            self.proxy.cut(self.rng.choice(("reset", "blackhole")))
-            await asyncio.sleep(0.3 + 0.7 * self.rng.random())
-            self.proxy.restore()
+            async with self.one_at_a_time[kind]:
+                self.proxy.cut(self.rng.choice(("reset", "blackhole")))
+                await asyncio.sleep(0.3 + 0.7 * self.rng.random())
+                self.proxy.restore()
         elif kind == "sweeps":
             env = dict(os.environ, REDIS_URL=self.url)
             argv = [sys.executable, "-m", "echomq.cli", "--tag", self.config.tag, "sweep"]
@@ -416,6 +472,9 @@ class Run:
             async with Game.from_url(self.url, self.config.tag, SETTINGS, max_connections=400) as game:
                 round_id, keyboard, secret, joined = await self._arena(game)
                 pool = WorkerPool(worker_url, self.config, self.history, self.rng, client=client)
+                if self.config.http_share > 0:
+                    stack.enter_context(self._web_host())
+                    await self._host_ready()
                 try:
                     drained = await self._play_under_faults(
                         game, pool, client, round_id, (keyboard, secret, joined)
@@ -424,6 +483,34 @@ class Run:
                     await pool.stop()  # also when the run failed: no worker process outlives it
             self.ending = Ending(round_id, joined, drained, time.monotonic() - started, pool.restarts)
             return self._check(client, self.ending)
+
+    @contextlib.contextmanager
+    def _web_host(self) -> Iterator[None]:
+        """The web host in a process of its own, on Redis directly (the proxy is the workers' link)."""
+        self.host_port = free_port()
+        argv = [sys.executable, "-m", "codemojex.web", "--redis-url", self.url, "--tag", self.config.tag]
+        argv += ["--port", str(self.host_port), "--max-queued", str(SETTINGS.max_queued)]
+        host = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            yield
+        finally:
+            host.terminate()
+            _wait(host)
+
+    async def _host_ready(self) -> None:
+        probe = HttpPlayer(self.host_port, "")
+        try:
+            for _ in range(300):
+                try:
+                    status, _ = await probe.request("GET", "/healthz")
+                except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                    status = 0
+                if status == 200:
+                    return
+                await asyncio.sleep(0.05)
+            raise RuntimeError("the web host did not come up")
+        finally:
+            await probe.close()
 
     async def _play_under_faults(
         self, game: Game, pool: WorkerPool, client: Client, round_id: str, arena: tuple[Any, Any, list[str]]
@@ -436,8 +523,11 @@ class Run:
         stop = asyncio.Event()
         injector = asyncio.create_task(self._inject(pool, client, stop))
         share, extra = divmod(self.config.guesses, self.config.players)
+        http_players = round(self.config.http_share * len(joined))
         plans = [
-            Plan(keyboard, secret, share + (n < extra), random.Random(self.rng.random()))
+            Plan(
+                keyboard, secret, share + (n < extra), random.Random(self.rng.random()), http=n < http_players
+            )
             for n in range(len(joined))
         ]
         try:
@@ -478,6 +568,7 @@ class Run:
         violations += once
         violations += invariants.wallets(client, keys, state)
         violations += invariants.leaderboard(state)
+        violations += self.history.problems
         if self.config.appendfsync == "always" and figures["vanished"]:
             violations.append(f"{figures['vanished']} acknowledged guesses vanished with appendfsync always")
         counters = {k.decode(): int(v) for k, v in client.hgetall(self.keys.stats).items()}
@@ -493,7 +584,8 @@ class Run:
             submit_calls=dict(self.history.calls),
             acknowledged=len(self.history.acknowledged),
             duplicates_absorbed=self.history.calls["duplicate"],
-            idempotent_retries=self.history.retried_after_error,
+            over_http=self.history.over_http,
+            idempotent_retries=self.history.retried_after_error + self.history.http_retried,
             faults=dict(self.history.faults),
             worker_exits=dict(self.history.worker_exits),
             worker_restarts=ending.restarts,

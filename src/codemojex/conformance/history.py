@@ -21,6 +21,9 @@ class History:
     worker_exits: Counter[str] = field(default_factory=Counter)  # how worker processes ended
     # A worker's death: (server ms, the jobs it held with their attempts token then).
     kills: list[tuple[int, list[tuple[str, int]]]] = field(default_factory=list)
+    over_http: int = 0  # guesses answered over HTTP (the others through codemojex.guesses.submit)
+    http_retried: int = 0  # HTTP guesses whose first request failed and a retry with the same key landed
+    problems: list[str] = field(default_factory=list)  # what the players saw that breaks a promise
 
     def answered(self, job: str, answer: str) -> None:
         self.calls[answer] += 1

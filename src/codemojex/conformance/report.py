@@ -20,6 +20,7 @@ class Report:
     submit_calls: dict[str, int]  # answers to every submit call
     acknowledged: int  # guesses answered admitted (or duplicate) at least once
     duplicates_absorbed: int
+    over_http: int  # guesses admitted through the web host (POST with an Idempotency-Key)
     idempotent_retries: int  # guesses whose first call failed and a retry with the same id landed
     faults: dict[str, int]
     worker_exits: dict[str, int]
@@ -67,6 +68,7 @@ class Report:
             f"conformance run: {verdict} in {self.seconds:.0f} s ({setup})",
             f"  guesses acknowledged   {self.acknowledged} of {c['guesses']} planned; scored {self.scored}",
             f"  duplicates absorbed    {self.duplicates_absorbed}",
+            f"  admitted over HTTP     {self.over_http} (Idempotency-Key; the rest through guesses.submit)",
             f"  idempotent retries     {self.idempotent_retries} (a first call failed; the same id landed)",
             f"  faults injected        {faults}",
             f"  worker exits           {exits}; restarts {self.worker_restarts}",

@@ -1,0 +1,39 @@
+"""``python -m codemojex.web``: the web host alone (no worker, no embedded Redis), as a deployment runs
+it behind a balancer, with workers started apart (``codemojex worker``). ``codemojex serve`` is the
+one-command local run; this is the piece to run many of."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import uvicorn
+
+from codemojex.game import GameSettings
+from codemojex.web import HostConfig, create_app
+from echomq.cli import DEFAULT_URL
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m codemojex.web", description=__doc__)
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", DEFAULT_URL))
+    parser.add_argument("--tag", default="cm")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--cluster", action="store_true")
+    parser.add_argument("--max-queued", type=int, default=GameSettings().max_queued)
+    parser.add_argument("--proof", action="store_true", help="the proof endpoints (off by default here)")
+    args = parser.parse_args(argv)
+    config = HostConfig(
+        redis_url=args.redis_url,
+        tag=args.tag,
+        cluster=args.cluster,
+        operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
+        proof=args.proof,
+        settings=GameSettings(max_queued=args.max_queued),
+    )
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
