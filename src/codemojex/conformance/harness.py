@@ -171,10 +171,14 @@ class WorkerPool:
                             self.history.kills.append(held)
                 else:
                     self.history.worker_exits[f"exited {code}"] += 1
-                if not self.stopping and process.pid not in self.retired:
+                if self.restart_wanted(process):
                     self.restarts += 1
                     self.spawn()
             await asyncio.sleep(0.1)
+
+    def restart_wanted(self, process: subprocess.Popen[bytes]) -> bool:
+        """A dead worker is replaced, unless the pool is stopping or it was retired on purpose."""
+        return not self.stopping and process.pid not in self.retired
 
     async def replace_all(self, *, armed: bool) -> None:
         """Stop every worker (SIGTERM: they release their jobs) and start fresh ones."""
