@@ -36,6 +36,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -273,6 +274,7 @@ class Run:
         self.tokens: dict[str, str] = {}  # player -> API token
         self.one_at_a_time = {"redis": asyncio.Lock(), "cut": asyncio.Lock()}
         self.host_port = 0  # the web host process's, when some players play over HTTP
+        self.host_log: Path | None = None  # its output (kept when a player saw it break a promise)
 
     # -- set-up ----------------------------------------------------------------------------------------
 
@@ -413,6 +415,8 @@ class Run:
         live = pool.live()
         if kind in ("kill", "stall") and not live:
             return
+        if kind in self.one_at_a_time and self.one_at_a_time[kind].locked():
+            return  # one Redis crash (or cut) at a time: a second would land on the restart, not on Redis
         self.history.faults[kind] += 1
         if kind == "kill":
             victim = self.rng.choice(live)
@@ -494,12 +498,14 @@ class Run:
         self.host_port = free_port()
         argv = [sys.executable, "-m", "codemojex.web", "--redis-url", self.url, "--tag", self.config.tag]
         argv += ["--port", str(self.host_port), "--max-queued", str(SETTINGS.max_queued)]
-        host = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            yield
-        finally:
-            host.terminate()
-            _wait(host)
+        self.host_log = Path(tempfile.mkdtemp(prefix="conformance-")) / "host.log"
+        with self.host_log.open("wb") as log:
+            host = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                yield
+            finally:
+                host.terminate()
+                _wait(host)
 
     async def _host_ready(self) -> None:
         probe = HttpPlayer(self.host_port, "")
@@ -573,6 +579,8 @@ class Run:
         violations += invariants.wallets(client, keys, state)
         violations += invariants.leaderboard(state)
         violations += self.history.problems
+        if self.history.problems and self.host_log is not None:
+            violations.append(f"the web host's output is in {self.host_log}")
         if self.config.appendfsync == "always" and figures["vanished"]:
             violations.append(f"{figures['vanished']} acknowledged guesses vanished with appendfsync always")
         counters = {k.decode(): int(v) for k, v in client.hgetall(self.keys.stats).items()}

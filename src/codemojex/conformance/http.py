@@ -56,7 +56,10 @@ class HttpPlayer:
             int(line.split(":", 1)[1]) for line in head if line.lower().startswith("content-length:")
         )
         body = await reader.readexactly(length)
-        return status, json.loads(body) if body else {}
+        try:
+            return status, json.loads(body) if body else {}
+        except ValueError:  # not JSON (e.g. a bare 500 page): the caller reports what it got
+            return status, {"raw": body.decode("utf-8", "replace")[:500]}
 
     async def close(self) -> None:
         streams, self._streams = self._streams, None
