@@ -45,10 +45,10 @@ bench: $(STAMP)
 
 ## faults: the long conformance schedule (100,000 guesses under ~1,000 crashes), then one on appendfsync everysec
 faults: $(STAMP)
-	$(BIN)/codemojex conformance --guesses 100000 --players 200 --workers 4 --boundary-rate 0.05 \
-		--fault-every 0.1 --seed 2026 --report bench/results/faults-latest.json
-	$(BIN)/codemojex conformance --guesses 20000 --players 100 --workers 4 --boundary-rate 0.05 \
-		--fault-every 0.1 --seed 2027 --appendfsync everysec --report bench/results/faults-everysec-latest.json
+	$(BIN)/codemojex conformance --guesses 100000 --players 200 --workers 4 --boundary-rate 0.04 \
+		--fault-every 0.25 --seed 2026 --report bench/results/faults-latest.json
+	$(BIN)/codemojex conformance --guesses 20000 --players 100 --workers 4 --boundary-rate 0.04 \
+		--fault-every 0.25 --seed 2027 --appendfsync everysec --report bench/results/faults-everysec-latest.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data

@@ -283,6 +283,8 @@ async def serve(options: ServeOptions) -> int:
                 port=options.port,
                 log_level="warning",
                 lifespan="on",
+                loop="asyncio",  # not uvloop: it raises RuntimeError on a closed transport, which redis-py
+                # does not translate into a ConnectionError (a 500 instead of a 503 while Redis restarts)
                 timeout_graceful_shutdown=3,
             )
         )

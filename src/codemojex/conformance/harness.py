@@ -65,6 +65,9 @@ from echomq.proxy import Proxy
 from echomq.server import RedisProcess, free_port
 
 INJECTED = ("kill", "stall", "redis", "cut", "sweeps")  # what the injector picks from, at random
+# How many of each injected kind a turn of the schedule holds: kills are cheap and the most telling;
+# a Redis crash (an AOF replay that grows with the run) is the most expensive, so once a turn.
+WEIGHTS = {"kill": 4, "stall": 1, "redis": 1, "cut": 1, "sweeps": 1}
 BOUNDARY_POINTS = ("worker.after_claim", "worker.mid_handler", "worker.mid_extend")
 
 
@@ -393,8 +396,9 @@ class Run:
                 await asyncio.wait_for(stop.wait(), self.config.fault_every_s * (0.5 + self.rng.random()))
             if stop.is_set():
                 break
-            if not turn:  # every kind once per turn, in a random order: a short run still has each
-                turn = self.rng.sample(kinds, len(kinds))
+            if not turn:  # every kind in each turn, in a random order: a short run still has each
+                turn = [kind for kind in kinds for _ in range(WEIGHTS[kind])]
+                self.rng.shuffle(turn)
             kind = turn.pop()
             task = asyncio.create_task(self._fault(kind, pool, client))
             pending.add(task)

@@ -32,7 +32,16 @@ def main(argv: list[str] | None = None) -> None:
         proof=args.proof,
         settings=GameSettings(max_queued=args.max_queued),
     )
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning", access_log=False)
+    # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
+    # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
+    uvicorn.run(
+        create_app(config),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        loop="asyncio",
+    )
 
 
 if __name__ == "__main__":
