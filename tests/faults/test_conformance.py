@@ -114,3 +114,33 @@ def test_a_schedule_names_only_known_faults():
         Config(kinds=("kill", "meteor"))
     with pytest.raises(ValueError, match="appendfsync"):
         Config(appendfsync="never")
+
+
+def _cli(*args):
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    return subprocess.run(
+        [sys.executable, "-m", "codemojex.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_command_runs_a_schedule_and_answers_in_json(tmp_path):
+    done = _cli("--json", "conformance", "--guesses", "200", "--players", "4", "--kinds", "kill,boundary",
+                "--report", str(tmp_path / "report.json"))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["ok"], shown["acknowledged"], shown["lost"], shown["double"]) == (True, 200, 0, 0)
+    assert json.loads((tmp_path / "report.json").read_text())["acknowledged"] == 200
+
+
+def test_the_command_refuses_an_unknown_fault_kind_in_one_line():
+    done = _cli("conformance", "--kinds", "kill,meteor")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "unknown fault kinds ['meteor']" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

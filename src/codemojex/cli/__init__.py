@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,9 @@ def _conformance(args: argparse.Namespace) -> int:
             boundary_rate=args.boundary_rate,
             lease_ms=args.lease_ms,
             redis_url=args.redis_url,
-            tag=args.tag if args.tag != "cm" else "conformance",
+            # A tag of this run's own unless one is given: on a Redis of your own, a second run must not
+            # meet the first one's keys (the effect counter is per tag).
+            tag=args.tag if args.tag != "cm" else f"conformance-{int(time.time() * 1000)}",
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
