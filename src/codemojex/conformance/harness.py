@@ -391,15 +391,25 @@ class Run:
             kinds = [kind for kind in kinds if kind != "cut"]
         pending: set[asyncio.Task[None]] = set()
         turn: list[str] = []
-        while kinds and not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.config.fault_every_s * (0.5 + self.rng.random()))
+        seen: set[str] = set()
+        # Until the players are done, and in any case until every kind was injected once (however short
+        # the run, its report covers each kind it names).
+        while kinds and (not stop.is_set() or seen != set(kinds)):
+            pause = self.config.fault_every_s * (0.5 + self.rng.random())
             if stop.is_set():
-                break
-            if not turn:  # every kind in each turn, in a random order: a short run still has each
+                await asyncio.sleep(pause)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), pause)
+                if stop.is_set():
+                    continue
+            if not turn:  # every kind in each turn, in a random order
                 turn = [kind for kind in kinds for _ in range(WEIGHTS[kind])]
                 self.rng.shuffle(turn)
             kind = turn.pop()
+            if stop.is_set() and kind in seen:
+                continue
+            seen.add(kind)
             task = asyncio.create_task(self._fault(kind, pool, client))
             pending.add(task)
             task.add_done_callback(self._settled(pending))
