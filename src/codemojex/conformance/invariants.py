@@ -3,8 +3,9 @@
 Each check returns the violations it found (empty when it holds), so a report can list every broken
 promise at once instead of stopping at the first:
 
-* :func:`queue_structure`: every job row is in exactly one location, the one its state names; a lane is
-  in the ring iff it holds a job, once; the fairness clock has a field for exactly the ring's lanes.
+* :func:`echomq.invariants.queue_structure` (re-exported): every job row is in exactly one location,
+  the one its state names; a lane is in the ring iff it holds a job, once; the fairness clock has a field
+  for exactly the ring's lanes.
 * :func:`exactly_once`: every admitted guess has one GES record, at most one ``scored`` event (the stream
   is capped), one observation in the latency histogram (``score.lua`` counts each effect it applies), and
   is counted once in its player's attempts; nothing is lost (every admitted job is done, or dead with a
@@ -26,66 +27,21 @@ from codemojex.guesses import GuessRecord, record_from_row
 from codemojex.keys import GameKeys, guess_of
 from codemojex.leaderboard import recompute
 from codemojex.wallet import LedgerEntry, Wallet, reconcile
-from echomq.keyspace import Keyspace
+from echomq.invariants import job_rows, queue_structure
 
 # A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
 Client = Any
 
-_SETS = ("active", "delayed", "done", "dead")
-
-
-def _locations(client: Client, keys: Keyspace) -> dict[str, list[str]]:
-    where: dict[str, list[str]] = {}
-    for name in _SETS:
-        for member in client.zrange(getattr(keys, name), 0, -1):
-            where.setdefault(member.decode(), []).append(name)
-    for key in client.scan_iter(match=f"{keys.prefix}lane:*", count=1000):
-        lane = key.decode()[len(keys.prefix) + len("lane:") :]
-        for member in client.zrange(key, 0, -1):
-            where.setdefault(member.decode(), []).append(f"lane:{lane}")
-    return where
-
-
-def job_rows(client: Client, keys: Keyspace) -> dict[str, dict[str, str]]:
-    """job id -> its row (payload and result left out)."""
-    out = {}
-    for key in client.scan_iter(match=f"{keys.prefix}job:*", count=1000):
-        row = client.hgetall(key)
-        out[key.decode()[len(keys.prefix) + len("job:") :]] = {
-            k.decode(): v.decode("utf-8", "replace")
-            for k, v in row.items()
-            if k not in (b"payload", b"result")
-        }
-    return out
-
-
-def queue_structure(client: Client, keys: Keyspace, rows: dict[str, dict[str, str]]) -> list[str]:
-    problems = []
-    where = _locations(client, keys)
-    for job, places in where.items():
-        if len(places) != 1:
-            problems.append(f"{job} is in {len(places)} locations: {places}")
-        if job not in rows:
-            problems.append(f"{job} is in {places[0]} but has no row")
-    for job, row in rows.items():
-        if "trimmed" in row:
-            if job in where:
-                problems.append(f"trimmed {job} is still in {where[job]}")
-            continue
-        expected = f"lane:{row['lane']}" if row["state"] == "queued" else row["state"]
-        if where.get(job, [None])[0] != expected:
-            problems.append(f"{job} has state {row['state']} but is in {where.get(job)}")
-    ring = [lane.decode() for lane in client.lrange(keys.ring, 0, -1)]
-    twice = [lane for lane, count in Counter(ring).items() if count > 1]
-    if twice:
-        problems.append(f"lanes in the ring more than once: {twice}")
-    lanes = {place[5:] for places in where.values() for place in places if place.startswith("lane:")}
-    if set(ring) != lanes:
-        problems.append(f"the ring {sorted(ring)} is not the non-empty lanes {sorted(lanes)}")
-    waiting = {lane.decode() for lane in client.hkeys(keys.waiting)}
-    if waiting != set(ring):
-        problems.append(f"the fairness clock's lanes {sorted(waiting)} are not the ring's {sorted(ring)}")
-    return problems
+__all__ = [
+    "Client",
+    "GameState",
+    "exactly_once",
+    "job_rows",
+    "leaderboard",
+    "queue_structure",
+    "read_game",
+    "wallets",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,78 @@
+"""The queue's structural invariants, read from the real Redis state of one bus (the conformance suite
+and the tests check them; nothing here changes a key).
+
+1. Every job row is in exactly one location, and that location matches its ``state`` (a trimmed
+   tombstone is in none); every id in a location has a row.
+2. A lane is in the ring iff it holds a job, and it is in the ring once; the ``waiting`` hash (the
+   fairness lag's clock) has a field for exactly the lanes in the ring.
+
+:func:`queue_structure` returns what is broken (empty when all holds), so a report can list it all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from echomq.keyspace import Keyspace
+
+# A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
+Client = Any
+
+_SETS = ("active", "delayed", "done", "dead")
+
+
+def locations(client: Client, keys: Keyspace) -> dict[str, list[str]]:
+    """job id -> every location key that holds it (``active``, ``lane:<lane>``, ...)."""
+    where: dict[str, list[str]] = {}
+    for name in _SETS:
+        for member in client.zrange(getattr(keys, name), 0, -1):
+            where.setdefault(member.decode(), []).append(name)
+    for key in client.scan_iter(match=f"{keys.prefix}lane:*", count=1000):
+        lane = key.decode()[len(keys.prefix) + len("lane:") :]
+        for member in client.zrange(key, 0, -1):
+            where.setdefault(member.decode(), []).append(f"lane:{lane}")
+    return where
+
+
+def job_rows(client: Client, keys: Keyspace) -> dict[str, dict[str, str]]:
+    """job id -> its row (payload and result left out)."""
+    out = {}
+    for key in client.scan_iter(match=f"{keys.prefix}job:*", count=1000):
+        row = client.hgetall(key)
+        out[key.decode()[len(keys.prefix) + len("job:") :]] = {
+            k.decode(): v.decode("utf-8", "replace")
+            for k, v in row.items()
+            if k not in (b"payload", b"result")
+        }
+    return out
+
+
+def queue_structure(client: Client, keys: Keyspace, rows: dict[str, dict[str, str]]) -> list[str]:
+    """What breaks invariants 1 and 2, given the bus's ``rows`` (:func:`job_rows`)."""
+    problems = []
+    where = locations(client, keys)
+    for job, places in where.items():
+        if len(places) != 1:
+            problems.append(f"{job} is in {len(places)} locations: {places}")
+        if job not in rows:
+            problems.append(f"{job} is in {places[0]} but has no row")
+    for job, row in rows.items():
+        if "trimmed" in row:
+            if job in where:
+                problems.append(f"trimmed {job} is still in {where[job]}")
+            continue
+        expected = f"lane:{row['lane']}" if row["state"] == "queued" else row["state"]
+        if where.get(job, [None])[0] != expected:
+            problems.append(f"{job} has state {row['state']} but is in {where.get(job)}")
+    ring = [lane.decode() for lane in client.lrange(keys.ring, 0, -1)]
+    twice = [lane for lane, count in Counter(ring).items() if count > 1]
+    if twice:
+        problems.append(f"lanes in the ring more than once: {twice}")
+    lanes = {place[5:] for places in where.values() for place in places if place.startswith("lane:")}
+    if set(ring) != lanes:
+        problems.append(f"the ring {sorted(ring)} is not the non-empty lanes {sorted(lanes)}")
+    waiting = {lane.decode() for lane in client.hkeys(keys.waiting)}
+    if waiting != set(ring):
+        problems.append(f"the fairness clock's lanes {sorted(waiting)} are not the ring's {sorted(ring)}")
+    return problems
