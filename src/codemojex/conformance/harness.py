@@ -437,7 +437,7 @@ class Run:
             pool.killed_by_us.add(victim.pid)
             victim.kill()
             await asyncio.to_thread(victim.wait)  # dead: what it held stays active under its name
-            held = await asyncio.to_thread(self._held_by, client, victim.pid)
+            held = await asyncio.to_thread(held_by, client, self.keys, victim.pid)
             if held is not None:
                 self.history.kills.append(held)
         elif kind == "stall":
@@ -461,10 +461,6 @@ class Run:
             env = dict(os.environ, REDIS_URL=self.url)
             argv = [sys.executable, "-m", "echomq.cli", "--tag", self.config.tag, "sweep"]
             await asyncio.to_thread(_sweep_from_processes, argv, env, 3)
-
-    def _held_by(self, client: Client, pid: int) -> tuple[int, list[tuple[str, int]]] | None:
-        """(server ms, the active jobs the worker ``pid`` holds and their attempts token) at its death."""
-        return held_by(client, self.keys, pid)
 
     # -- the end ---------------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from codemojex.web import idempotency, views
 from codemojex.web.auth import PlayerId, bearer, is_operator, player_of
 from codemojex.web.host import host_of
 from codemojex.web.problems import REFUSAL_STATUS, Problem
+from echomq import JobInfo
 
 router = APIRouter(prefix="/api")
 
@@ -49,8 +50,8 @@ async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, An
     game = host_of(request).game
     now = await rounds.server_ms(game)
     secret = None
-    if the_round.status_at(now) is RoundStatus.CLOSED:
-        secret = await rounds.reveal_secret(game, the_round.id)
+    if the_round.status_at(now) is RoundStatus.CLOSED:  # closed: its secret is shown
+        secret = await rounds.read_secret(game, the_round.id)
     return views.round_view(the_round, now, secret)
 
 
@@ -207,12 +208,22 @@ async def board(
     return {"round_id": round_id, "entries": [views.entry_view(entry) for entry in entries]}
 
 
-async def job_json(request: Request, job_id: str) -> dict[str, Any]:
-    """Where the job is, its attempts token and its scored count (no ownership check)."""
-    game = host_of(request).game
-    guess_id = guess_of(job_id)
+async def inspect_job(request: Request, job_id: str, owner: str | None) -> JobInfo:
+    """The job's row; :class:`UnknownJob` (404) if there is none, or if ``owner`` is given and the job is
+    not on that player's lane (another player's job is not shown to exist)."""
+    check_id(job_id, JOB)
     with translate_errors():
-        info = await game.bus.inspect(job_id)
+        info = await host_of(request).game.bus.inspect(job_id)
+    if owner is not None and info.lane != owner:
+        raise UnknownJob(f"no job {job_id} of yours")
+    return info
+
+
+async def job_json(request: Request, info: JobInfo) -> dict[str, Any]:
+    """Where the job is, its attempts token and its scored count."""
+    game = host_of(request).game
+    guess_id = guess_of(info.job)
+    with translate_errors():
         pipe = game.redis.pipeline(transaction=False)
         pipe.exists(game.keys.guess(guess_id))
         pipe.time()
@@ -227,10 +238,5 @@ async def job(request: Request, job_id: str) -> dict[str, Any]:
     its attempts token (the fence) and how many guess records exist for it."""
     check_id(job_id, JOB)
     token = bearer(request)
-    if not is_operator(request, token):
-        player_id = await player_of(request, token)
-        with translate_errors():
-            info = await host_of(request).game.bus.inspect(job_id)  # UnknownJob -> 404
-        if info.lane != player_id:
-            raise UnknownJob(f"no job {job_id} of yours")
-    return await job_json(request, job_id)
+    owner = None if is_operator(request, token) else await player_of(request, token)
+    return await job_json(request, await inspect_job(request, job_id, owner))

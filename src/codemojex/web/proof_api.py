@@ -23,15 +23,15 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict
 
 from codemojex import faults, guesses, rounds, wallet
-from codemojex.errors import UnknownJob
 from codemojex.game import translate_errors
-from codemojex.keys import JOB, check_id
+from codemojex.keys import JOB
 from codemojex.payload import decode_payload
 from codemojex.web import views
 from codemojex.web.auth import PlayerId
 from codemojex.web.host import host_of
+from codemojex.web.player_api import inspect_job
 from codemojex.web.problems import REFUSAL_STATUS, Problem
-from echomq import Claim, JobInfo, JobState, ids
+from echomq import Claim, JobState, ids
 
 router = APIRouter(prefix="/api/proof", tags=["proof"])
 
@@ -81,19 +81,10 @@ async def new_job(request: Request, spec: NewProofJob, player_id: PlayerId) -> d
     return _answer(await guesses.submit(game, the_round.id, player_id, guess, job_id=job))
 
 
-async def _own_job(request: Request, job_id: str, player_id: str) -> JobInfo:
-    check_id(job_id, JOB)
-    with translate_errors():
-        info = await host_of(request).game.bus.inspect(job_id)
-    if info.lane != player_id:
-        raise UnknownJob(f"no job {job_id} of yours")
-    return info
-
-
 @router.post("/jobs/{job_id}/resubmit", status_code=202)
 async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     _require_proof(request)
-    info = await _own_job(request, job_id, player_id)
+    info = await inspect_job(request, job_id, player_id)
     if info.payload is None:
         raise Problem(409, "trimmed", f"job {job_id} is past its retention: only a tombstone is left")
     request_ = decode_payload(info.payload)
@@ -104,7 +95,7 @@ async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[s
 @router.post("/jobs/{job_id}/stale")
 async def stale(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     _require_proof(request)
-    info = await _own_job(request, job_id, player_id)
+    info = await inspect_job(request, job_id, player_id)
     # An older token than the current one; a job not active refuses even the current one. A job on its
     # first delivery has no older token, and its current one would finish it unscored: not offered.
     if info.state is JobState.ACTIVE and info.attempts < 2:
