@@ -12,12 +12,21 @@ a full queue, a solved player, an idempotency conflict). A refusal charged nothi
 Ill-formed ids raise :class:`~codemojex.errors.InvalidId`; an unknown round or player raises
 :class:`~codemojex.errors.UnknownRound` / :class:`~codemojex.errors.UnknownPlayer`.
 
+**Idempotency is decided on the request as the client sent it**: the job's admission digest
+(:func:`request_digest`) is of the round, the player and the guess *before* the player's locks are
+overlaid, never of the overlaid guess. So a retry with the same job id and the same guess is a duplicate
+(charged once, answered with the guess as it was admitted) even if the player locked or unlocked a
+position meanwhile, or if the retried guess would no longer parse against today's locks; another guess
+under the same job id is an idempotency conflict even if the overlay would make the two equal. A lost
+reply of a submit is therefore always safe to retry with the same job id.
+
 The host and the score worker meet only through the job's payload (:mod:`codemojex.payload`): neither
 module imports the other.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,10 +95,33 @@ _REASONS = {
 }
 
 
+def request_digest(round_id: str, player_id: str, guess: object) -> str:
+    """The admission's identity: SHA-1 (hex) of the canonical JSON of the request as sent (the round, the
+    player and the guess as typed, blanks and all, before any lock is overlaid)."""
+    typed: object = list(guess) if isinstance(guess, Sequence) and not isinstance(guess, str) else guess
+    body = {"v": 1, "round": round_id, "player": player_id, "guess": typed}
+    # default=repr: a guess that is not text (refused as not_text) still has a digest, matching nothing.
+    canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha1(canonical.encode(), usedforsecurity=False).hexdigest()
+
+
 def submit_call(
-    game: Game, job: str, round_id: str, player_id: str, guess: Sequence[str]
+    game: Game,
+    job: str,
+    round_id: str,
+    player_id: str,
+    guess: Sequence[str] | None,
+    *,
+    digest: str | None = None,
 ) -> tuple[list[str], list[Any]]:
-    """Keys and args of one submit.lua call (shared with the benchmark); ids are checked by the builders."""
+    """Keys and args of one submit.lua call (shared with the benchmark); ids are checked by the builders.
+
+    ``digest`` is the :func:`request_digest` of the request as sent (by default: of ``guess`` itself, a
+    request without blanks or locks); ``guess`` None sends an empty payload, which only asks whether the
+    job was admitted before (see submit.lua)."""
+    if digest is None:
+        assert guess is not None, "a dedup-only call names its request digest"
+        digest = request_digest(round_id, player_id, guess)
     bus_keys, keys = game.bus.keys, game.keys
     return (
         [
@@ -112,10 +144,11 @@ def submit_call(
         [
             job,
             player_id,
-            encode_payload(round_id, player_id, guess),
+            b"" if guess is None else encode_payload(round_id, player_id, guess),
             game.settings.max_attempts,
             game.bus.settings.wake_cap,
             game.settings.max_queued,
+            digest,
         ],
     )
 
@@ -128,7 +161,11 @@ async def submit(
     *,
     job_id: str | None = None,
 ) -> Submission:
-    """Validate, overlay locks, charge and admit ``guess`` as one job; see the module doc."""
+    """Validate, overlay locks, charge and admit ``guess`` as one job; see the module doc.
+
+    A lost reply: retry with the same ``job_id`` and the same ``guess``; the retry answers DUPLICATE with
+    the original charge if the first call admitted the job (whatever the locks are now), else it is
+    judged afresh. Without ``job_id`` every call mints a new job, so a retry is a new guess."""
     check_id(round_id, ROUND)
     check_id(player_id, PLAYER)
     job = ids.mint(JOB) if job_id is None else check_id(job_id, JOB)
@@ -144,16 +181,26 @@ async def submit(
         raise UnknownPlayer(f"no player {player_id}")
     the_round = round_from_row(round_id, round_row)
     locks = lock_rules.positions(lock_row)
+    digest = request_digest(round_id, player_id, guess)
     try:
         keys_of_guess = parse_guess(guess, the_round.keyboard, locks, length=the_round.length)
     except InvalidGuess as exc:
-        return _refused(Refusal.BAD_GUESS, str(exc), job, exc.problem)
-    reply = await game.run("submit", *submit_call(game, job, round_id, player_id, keys_of_guess))
+        if job_id is None:  # a fresh job id cannot have been admitted before
+            return _refused(Refusal.BAD_GUESS, str(exc), job, exc.problem)
+        # A retry whose guess no longer parses against today's locks may still be a duplicate.
+        reply = await game.run("submit", *submit_call(game, job, round_id, player_id, None, digest=digest))
+        if int(reply[0]) == -3 and bytes(reply[1]) == b"bad_guess":
+            return _refused(Refusal.BAD_GUESS, str(exc), job, exc.problem)
+        keys_of_guess = ()
+    else:
+        call = submit_call(game, job, round_id, player_id, keys_of_guess, digest=digest)
+        reply = await game.run("submit", *call)
     code = int(reply[0])
     if code == 1:
         return Submission(Outcome.ADMITTED, job, keys_of_guess, _charge(reply[2]))
     if code == 0:
-        return Submission(Outcome.DUPLICATE, job, keys_of_guess, _charge(reply[2]))
+        admitted = decode_payload(reply[3]).guess if reply[3] else keys_of_guess or None
+        return Submission(Outcome.DUPLICATE, job, admitted, _charge(reply[2]))
     if code == -1:
         return _refused(
             Refusal.IDEMPOTENCY_CONFLICT, f"job {job} was admitted with another guess or player", job

@@ -2,8 +2,11 @@
   submit: admit a guess job once, charging the player's wallet in the same atomic step.
 
   Called by codemojex.guesses.submit. If the JOB has a row the script changes nothing but the counter:
-  duplicate (same lane and payload digest, the original charge is reported) or conflict (anything else
-  differs). Otherwise it checks the player, the round (open on the server clock), the player's standing
+  duplicate (same lane and request digest, the original charge and payload are reported) or conflict
+  (anything else differs). The digest (ARGV[7]) is of the request as the client sent it (round, player,
+  the guess before the player's locks are overlaid), so a retry is a duplicate even if the locks changed
+  since; an empty payload asks only for that answer (the retried guess no longer parses against today's
+  locks): with no row it is refused as bad_guess. Otherwise it checks the player, the round (open on the server clock), the player's standing
   (not solved), the round's guess limit and the player's queue, picks the first currency of the round's
   price list the wallet can pay, debits it with a ledger entry naming the JOB, and admits the job on the
   player's lane. A refusal changes nothing: no charge without an admission, no admission without a charge.
@@ -31,13 +34,16 @@
     ARGV[4] max attempts of the job
     ARGV[5] wake cap
     ARGV[6] most guesses a player may have queued at once
+    ARGV[7] request digest (hex): the admission's identity, stored as the row's digest
 
   Output:
     { 1, state, charge }  admitted and charged; charge is 'currency=amount'
-    { 0, state, charge }  duplicate; nothing changed; charge is the original one
-    {-1, state }          conflict: the id exists with another lane or payload; nothing changed
+    { 0, state, charge, payload }  duplicate; nothing changed; charge is the original one, payload the
+                          admitted one ('' once the row is trimmed to a tombstone)
+    {-1, state }          conflict: the id exists with another lane or request digest; nothing changed
     {-3, reason }         refused, nothing changed; reason: unknown_player, unknown_round, round_closed,
-                          round_not_open, already_solved, max_guesses, too_many_queued, insufficient_funds
+                          round_not_open, already_solved, max_guesses, too_many_queued, insufficient_funds,
+                          bad_guess (empty payload and no row)
 ]]
 local jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -45,15 +51,19 @@ local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, charges
   KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local digest = ARGV[7]
 
 -- @include "admit"
 
-local digest = redis.sha1hex(payload)
 local existing = admission_of(jobKey, statsKey, playerId, digest)
 if existing then
-  if existing[1] == 0 then return {0, existing[2], redis.call('HGET', chargesKey, jobId) or ''} end
+  if existing[1] == 0 then
+    local charge = redis.call('HGET', chargesKey, jobId) or ''
+    return {0, existing[2], charge, redis.call('HGET', jobKey, 'payload') or ''}
+  end
   return existing
 end
+if payload == '' then return {-3, 'bad_guess'} end
 
 if redis.call('EXISTS', playerKey) == 0 then return {-3, 'unknown_player'} end
 local round = redis.call('HMGET', roundKey, 'status', 'opens', 'closes', 'max_guesses', 'prices')

@@ -1,12 +1,13 @@
 """The ``Idempotency-Key`` header: a client's retry of one guess is the same job, charged once.
 
 The first request with a key mints a JOB id and stores ``<JOB> <digest>`` under the player and the key's
-SHA-256 (``SET NX``, kept :data:`KEPT_MS`); the digest is of the request *as sent* (round, guess, locks),
-so a retry is recognised even if the player's locks changed meanwhile. A later request with the same key
-and the same digest gets the same JOB id, which :func:`codemojex.guesses.submit` answers as a duplicate
-(nothing charged); a different request under the same key is 409 ``idempotency_conflict``. A refused
-guess (no funds, a closed round) forgets the key it stored, so the refusal leaves no trace. Concurrent
-requests with one key race on ``SET NX``: one stores its JOB id, the others read it.
+SHA-256 (``SET NX``, kept :data:`KEPT_MS`); the digest is of the request *as sent* (round, guess, locks), so
+a retry is recognised even if the player's locks changed meanwhile. A later request with the same key and
+the same digest gets the same JOB id, which :func:`codemojex.guesses.submit` answers as a duplicate (nothing
+charged; submit too judges a job on its guess as sent, before the locks are overlaid); a different request
+under the same key is 409 ``idempotency_conflict``. A refused guess (no funds, a closed round) forgets the
+key it stored, so the refusal leaves no trace. Concurrent requests with one key race on ``SET NX``: one
+stores its JOB id, the others read it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,67 @@
+"""A true retry is always a duplicate, over real HTTP: the same Idempotency-Key and body after the
+player's locks changed is the same job, charged once (never 409, which would make the client pay twice).
+
+The app is served by uvicorn on a free port (tests.support.web); a real ``codemojex worker`` process
+scores the guess that proves the hit to lock.
+"""
+
+from __future__ import annotations
+
+from tests.support.web import FRUIT, open_round, secret_of, wait_until
+
+
+def _prove_position_0(client, path, secret) -> None:
+    filler = next(key for key in FRUIT if key not in secret)
+    assert client.post(path, json={"guess": [secret[0]] + [filler] * 5}).status_code == 202
+    wait_until(lambda: client.get(path).json()["proven"].get("0") == secret[0], what="position 1 proven")
+
+
+def _ledger_of(client, job):
+    return [entry for entry in client.get("/api/wallet").json()["ledger"] if entry["job_id"] == job]
+
+
+def test_a_retry_after_an_unlock_is_a_duplicate_charged_once(
+    served, operator, score_worker, sync_redis, tag, join
+):
+    """Lock, POST with a key, unlock, POST the same body and key again: 202 duplicate, charged once."""
+    _, ada = join()
+    round_id = open_round(operator)["round_id"]
+    path = f"/api/rounds/{round_id}/guesses"
+    secret = secret_of(sync_redis, tag, round_id)
+    _prove_position_0(ada, path, secret)
+    assert ada.put(f"/api/rounds/{round_id}/locks/0").status_code == 200
+    body = {"guess": [FRUIT[0] if secret[0] != FRUIT[0] else FRUIT[1], *secret[1:]]}
+    first = ada.post(path, json=body, headers={"Idempotency-Key": "retry-me"})
+    assert first.status_code == 202, first.text
+    assert first.json()["guess"] == secret  # the lock overlaid position 0
+    assert ada.delete(f"/api/rounds/{round_id}/locks/0").json()["removed"] is True
+    wallet_before = ada.get("/api/wallet").json()["balances"]
+    again = ada.post(path, json=body, headers={"Idempotency-Key": "retry-me"})
+    assert again.status_code == 202, again.text
+    assert again.json()["status"] == "duplicate"
+    assert again.json()["job_id"] == first.json()["job_id"]
+    assert again.json()["charged"] == first.json()["charged"]
+    assert again.json()["guess"] == secret  # as admitted
+    assert ada.get("/api/wallet").json()["balances"] == wallet_before
+    assert [entry["reason"] for entry in _ledger_of(ada, first.json()["job_id"])] == ["guess"]
+
+
+def test_a_retry_after_a_new_lock_is_a_duplicate_charged_once(
+    served, operator, score_worker, sync_redis, tag, join
+):
+    """POST with a key, lock a proven position, POST the same body and key again: duplicate, once."""
+    _, ada = join()
+    round_id = open_round(operator)["round_id"]
+    path = f"/api/rounds/{round_id}/guesses"
+    secret = secret_of(sync_redis, tag, round_id)
+    _prove_position_0(ada, path, secret)
+    other = FRUIT[0] if secret[0] != FRUIT[0] else FRUIT[1]
+    body = {"guess": "".join([other, *secret[1:]])}
+    first = ada.post(path, json=body, headers={"Idempotency-Key": "k2"})
+    assert (first.status_code, first.json()["status"]) == (202, "admitted")
+    assert ada.put(f"/api/rounds/{round_id}/locks/0").status_code == 200
+    again = ada.post(path, json=body, headers={"Idempotency-Key": "k2"})
+    assert again.status_code == 202, again.text
+    assert again.json()["status"] == "duplicate"
+    assert again.json()["guess"] == first.json()["guess"] == [other, *secret[1:]]
+    assert [entry["reason"] for entry in _ledger_of(ada, first.json()["job_id"])] == ["guess"]
