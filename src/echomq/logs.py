@@ -27,6 +27,7 @@ EVENTS: tuple[str, ...] = (
     "job.completed",  # DEBUG  complete() succeeded, or the handler finished the job itself (Finish.DONE)
     "job.failed",  # WARNING the handler raised or timed out; the job retries (outcome=retrying) or is dead
     "job.timeout",  # WARNING the handler exceeded job_timeout_s; job.failed follows
+    "job.dead_hook_failed",  # ERROR  the worker's on_dead hook raised after a dead-letter (logged only)
     "job.stale",  # WARNING a finish was refused: the lease was no longer this worker's
     "job.released",  # INFO   graceful shutdown handed the job back to its lane
     "job.unfinished",  # ERROR  a finish could not reach Redis; the sweep returns the job after its lease

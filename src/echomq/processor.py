@@ -7,7 +7,8 @@
   its own fenced script) and nothing more is sent; anything else is a programming error and the job is
   dead-lettered with a message saying so.
 * An exception -> :func:`echomq.jobs.fail`, retried with backoff until max attempts, except
-  :class:`~echomq.errors.Permanent`, which dead-letters at once. A ``CancelledError`` that the handler
+  :class:`~echomq.errors.Permanent`, which dead-letters at once. A fail that dead-lettered the job
+  awaits the worker's ``on_dead`` hook, if any (its errors are logged). A ``CancelledError`` that the handler
   raises itself (an inner task or future it awaited was cancelled, not this run) is such an exception.
 * ``job_timeout_s`` -> the job fails with a timeout error (a try is spent). An async handler is
   cancelled. A thread cannot be killed: it runs on with ``job.revoked`` set, its result is ignored, and
@@ -274,3 +275,8 @@ async def _fail(worker: Worker, job: Job, error: str, *, retryable: bool) -> Non
         outcome=outcome.value,
         error=error[:200],
     )
+    if outcome is Failure.DEAD and worker.on_dead is not None:
+        try:
+            await worker.on_dead(job)
+        except Exception as exc:  # noqa: BLE001  (a hint that failed; the application's scan catches up)
+            emit(log, logging.ERROR, "job.dead_hook_failed", job=job.id, error=_error_text(exc))

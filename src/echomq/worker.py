@@ -89,6 +89,7 @@ __all__ = [
     "IDLE_COMMANDS_PER_MIN",
     "SAFETY_CLAIM_S",
     "SWEEP_PERIOD_S",
+    "DeadHook",
     "Handler",
     "HandlerResult",
     "Job",
@@ -109,6 +110,8 @@ _FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire gets this long
 
 HandlerResult = bytes | Finish | None
 Handler = Callable[["Job"], Awaitable[HandlerResult]] | Callable[["Job"], HandlerResult]
+# Called (awaited) after this worker's fail() dead-lettered a job; see Worker's on_dead.
+DeadHook = Callable[["Job"], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -184,12 +187,18 @@ class Worker:
         sweep_every_s: float = SWEEP_PERIOD_S,
         grace_s: float = 10.0,
         owner: str | None = None,
+        on_dead: DeadHook | None = None,
     ) -> None:
+        """``on_dead`` is awaited with the job each time this worker's fail dead-letters one (after the
+        fail landed; its errors are logged, never raised). It is a prompt hint, not a guarantee: it does
+        not run for jobs the sweep dead-letters (lease expired on the last try), nor if the worker dies
+        between the fail and the hook; scan the dead set for those."""
         if not callable(handler):
             raise InvalidOption(f"handler is a callable, got {type(handler).__name__}")
         self.bus = bus
         self.handler = handler
         self.handler_is_async = processor.is_async_handler(handler)
+        self.on_dead = on_dead
         self.concurrency = check_int("concurrency", concurrency, 1, MAX_BATCH)
         self.lease_ms = check_int("lease_ms", lease_ms, 100, MAX_LEASE_MS)
         self.job_timeout_s = (
