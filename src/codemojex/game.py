@@ -36,8 +36,9 @@ KEY_COUNTS: dict[str, int] = {
     "close_round": 1,
     "credit": 3,
     "submit": 15,
-    "score": 11,
+    "score": 15,
     "lock": 4,
+    "refund": 7,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

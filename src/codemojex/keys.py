@@ -19,6 +19,8 @@ key                         type    holds
 ``quota:<RND>``             hash    player -> guesses admitted in the round
 ``submitted:<RND>:<PLR>``   zset    the player's admitted JOB ids, scored by admission time
 ``charges:<RND>``           hash    JOB -> ``currency=amount`` it was charged
+``refunds:<RND>``           hash    JOB -> ``refunded`` / ``recharged`` / ``unpaid`` (a dead guess's refund)
+``refund_checkpoint``       string  dead-set time (ms) up to which the refund pass has looked
 ``guess:<GES>``             hash    the scored guess record (GES = the JOB's body under ``GES``)
 ``scored:<RND>``            zset    every GES of the round, scored by serial (order scored)
 ``standing:<RND>``          hash    player -> their leaderboard member (see codemojex.ranking)
@@ -114,6 +116,13 @@ class GameKeys:
 
     def charges(self, round_id: str) -> str:
         return f"{self.prefix}charges:{check_id(round_id, ROUND)}"
+
+    def refunds(self, round_id: str) -> str:
+        return f"{self.prefix}refunds:{check_id(round_id, ROUND)}"
+
+    @property
+    def refund_checkpoint(self) -> str:
+        return f"{self.prefix}refund_checkpoint"
 
     def guess(self, guess_id: str) -> str:
         return f"{self.prefix}guess:{check_id(guess_id, GUESS)}"

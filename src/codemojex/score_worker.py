@@ -12,7 +12,9 @@ round's secret, scores the guess with the pure engine (:func:`codemojex.engine.s
 
 So however often a job is delivered (a crash after the effect, a stall past the lease), the guess is
 scored exactly once in effect. A payload the host would never write, or a round that does not exist, is
-dead-lettered at once (:class:`echomq.Permanent`): no retry can fix it.
+dead-lettered at once (:class:`echomq.Permanent`): no retry can fix it. A dead guess is refunded once
+(:mod:`codemojex.refunds`); if it is retried after its refund, ``score.lua`` charges it again before it
+scores it, or completes it unscored (``unpaid``) when the wallet cannot pay.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ def score_call(
             keys.scored(request.round),
             keys.events(request.round),
             keys.latency,
+            keys.refunds(request.round),
+            keys.charges(request.round),
+            keys.wallet(request.player),
+            keys.ledger(request.player),
         ],
         [
             claim.job,
@@ -125,6 +131,9 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
         faults.crash()  # the fault point: effect written, acknowledgement never sent
     if code == 1:
         log.debug("scored job=%s wrote=%s code=%s", job.id, reply[1], feedback.code())
+        return Finish.DONE
+    if code == 3:
+        log.info("refunded job=%s could not be paid again: completed unscored", job.id)
         return Finish.DONE
     if code in (0, -1):
         return Finish.STALE

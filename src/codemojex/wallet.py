@@ -1,12 +1,15 @@
 """The wallet: balances per currency and an append-only ledger that always reconciles with them.
 
-* Balances never go negative: the only debit is inside ``submit.lua``, which charges the first currency
-  of the round's price list the player can pay, in the same atomic step as the admission (so there is
-  no charge without an admission, and no admission without its charge). Concurrent submits are
-  serialized by Redis; none can spend a balance another already spent.
+* Balances never go negative: a guess is charged inside ``submit.lua``, which charges the first
+  currency of the round's price list the player can pay, in the same atomic step as the admission (so
+  there is no charge without an admission, and no admission without its charge). Concurrent submits are
+  serialized by Redis; none can spend a balance another already spent. The only other debit is a
+  ``recharge`` in ``score.lua``, and only of what the wallet holds (:mod:`codemojex.refunds`).
+* A guess that can never be scored (dead-lettered) is refunded once (``refund``, in ``refund.lua``);
+  one retried after its refund pays again before it is scored (``recharge``), or is not scored at all.
 * Every debit and credit appends one ledger entry naming its currency, delta, the balance after it, its
-  reason (``grant``, ``guess``, or a credit's reason) and its JOB id (empty for a grant). Replaying the
-  ledger gives the balances: :func:`reconcile` checks it.
+  reason (``grant``, ``guess``, ``refund``, ``recharge``, or a credit's reason) and its JOB id (empty for
+  a grant). Replaying the ledger gives the balances: :func:`reconcile` checks it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from codemojex.game import Game, Prices, check_amount, check_currency, translate
 from codemojex.keys import JOB, check_id
 
 _REASON = re.compile(r"[a-z_]{1,32}")
+_RESERVED = frozenset({"guess", "refund", "recharge"})  # written only by the game's scripts
 MAX_LEDGER = 10_000
 
 
@@ -87,11 +91,15 @@ async def read_wallet(game: Game, player_id: str, *, ledger_limit: int = MAX_LED
 async def credit(
     game: Game, player_id: str, currency: str, amount: int, *, reason: object = "credit", job: str = ""
 ) -> int:
-    """Add ``amount`` of ``currency`` (a prize, a top-up, a refund); the new balance."""
+    """Add ``amount`` of ``currency`` (a prize, a top-up, a grant); the new balance. The reasons of the
+    game's own entries (``guess``, ``refund``, ``recharge``) are refused: a dead guess's refund is
+    :func:`codemojex.refunds.refund`, once."""
     check_currency(currency)
     check_amount("amount", amount)
-    if not isinstance(reason, str) or not _REASON.fullmatch(reason):
-        raise InvalidOption(f"a reason is 1-32 characters of [a-z_], got {reason!r}")
+    if not isinstance(reason, str) or not _REASON.fullmatch(reason) or reason in _RESERVED:
+        raise InvalidOption(
+            f"a reason is 1-32 characters of [a-z_], not guess/refund/recharge, got {reason!r}"
+        )
     if job:
         check_id(job, JOB)
     keys = game.keys

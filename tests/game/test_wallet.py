@@ -77,17 +77,21 @@ async def test_concurrent_submits_from_many_clients_never_overdraw(
 
 
 async def test_credit_appends_to_the_ledger_and_refuses_bad_input(game, player):
-    """A credit names its reason and job; a bad currency, amount, reason or player changes nothing."""
+    """A credit names its reason and job; a bad currency, amount, reason (or one the game reserves for
+    its own entries: guess, refund, recharge) or player changes nothing."""
     job = ids.mint("JOB")
-    assert await wallet.credit(game, player.id, "coin", 7, reason="refund", job=job) == 57
+    assert await wallet.credit(game, player.id, "coin", 7, reason="prize", job=job) == 57
     held = await wallet.read_wallet(game, player.id)
-    assert (held.ledger[-1].delta, held.ledger[-1].reason, held.ledger[-1].job) == (7, "refund", job)
+    assert (held.ledger[-1].delta, held.ledger[-1].reason, held.ledger[-1].job) == (7, "prize", job)
     for bad in [
         lambda: wallet.credit(game, player.id, "Coin", 1),
         lambda: wallet.credit(game, player.id, "coin", 0),
         lambda: wallet.credit(game, player.id, "coin", -5),
         lambda: wallet.credit(game, player.id, "coin", True),
         lambda: wallet.credit(game, player.id, "coin", 1, reason="no spaces allowed"),
+        lambda: wallet.credit(game, player.id, "coin", 1, reason="refund", job=job),
+        lambda: wallet.credit(game, player.id, "coin", 1, reason="recharge", job=job),
+        lambda: wallet.credit(game, player.id, "coin", 1, reason="guess", job=job),
     ]:
         with pytest.raises(InvalidOption):
             await bad()

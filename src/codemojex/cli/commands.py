@@ -1,5 +1,5 @@
-"""The ``codemojex`` commands that run the game and read it: ``round open/close/show/list``, ``player
-new``, ``board``, ``wallet`` and ``worker`` (a player's moves are in :mod:`codemojex.cli.play`); and
+"""The ``codemojex`` commands that run the game and read it: ``round open/close/show/list``, ``player new``,
+``board``, ``wallet``, ``refund`` and ``worker`` (a player's moves are in :mod:`codemojex.cli.play`); and
 :class:`Result`, what every command returns: the JSON document and the readable lines to print, and the
 exit code. A refusal is a result with exit code 1; an error is raised, for :func:`~.exits.explain`.
 """
@@ -7,15 +7,17 @@ exit code. A refusal is a result with exit code 1; an error is raised, for :func
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from codemojex import leaderboard, players, rounds, wallet
+from codemojex import leaderboard, players, refunds, rounds, wallet
 from codemojex.cli.exits import EXIT_OK
 from codemojex.cli.render import fields, keys_text, round_json, round_lines, table, time_text
 from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
+from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
 from echomq.worker import Worker
 
@@ -167,7 +169,24 @@ async def wallet_show(game: Game, args: argparse.Namespace) -> Result:
     return Result(data, lines)
 
 
+async def refund_run(game: Game, args: argparse.Namespace) -> Result:
+    """The operator's path: refund the named dead guesses, or every dead guess not refunded yet. Safe to
+    run at any time, as often as wanted, beside the workers' own passes (each refund happens once)."""
+    if args.jobs:
+        results = await refunds.refund(game, args.jobs)
+        checked, refunded = len(results), [r.job for r in results if r.outcome is Refund.REFUNDED]
+        outcomes = {result.job: result.outcome.value for result in results}
+    else:
+        done = await refunds.refund_dead(game, since_ms=0)
+        checked, refunded, outcomes = done.checked, list(done.refunded), {}
+    data = {"checked": checked, "refunded": refunded, "outcomes": outcomes}
+    lines = [f"{len(refunded)} of {checked} dead jobs refunded now"]
+    lines += [f"  {job}: {outcome}" for job, outcome in outcomes.items()]
+    return Result(data, lines)
+
+
 async def worker_run(game: Game, args: argparse.Namespace) -> Result:
+    refunder = Refunder(game, every_s=args.sweep_every)  # refunds dead guesses (codemojex.refunds)
     worker = Worker(
         game.bus,
         ScoreWorker(game).handle,
@@ -175,7 +194,14 @@ async def worker_run(game: Game, args: argparse.Namespace) -> Result:
         lease_ms=args.lease_ms,
         sweep_every_s=args.sweep_every,
         grace_s=args.grace,
+        on_dead=refunder.on_dead,
     )
-    await worker.run(handle_signals=True)
+    stopping = asyncio.Event()
+    refunds = asyncio.create_task(refunder.run(stopping), name="refunds")
+    try:
+        await worker.run(handle_signals=True)
+    finally:
+        stopping.set()
+        await refunds
     data = {"owner": worker.owner, "tag": game.bus.tag, "counts": asdict(worker.counts)}
     return Result(data, [])  # the readable record is the log (worker.started ... worker.stopped)

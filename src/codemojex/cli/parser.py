@@ -214,6 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     purse.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
     purse.add_argument("--ledger", type=_count(0), default=10, metavar="N", help="show the last N entries")
 
+    give_back = leaf(
+        sub,
+        "refund",
+        commands.refund_run,
+        "refund dead guesses once (all of the dead set, or the JOBs named)",
+    )
+    give_back.add_argument("jobs", nargs="*", type=_id_type(JOB), metavar="JOB")
+
     serve = sub.add_parser(
         "serve",
         parents=[common],

@@ -586,7 +586,7 @@ class Run:
         violations += invariants.queue_structure(client, self.keys, rows)
         once, figures = invariants.exactly_once(state, rows, self.history.acknowledged)
         violations += once
-        violations += invariants.wallets(client, keys, state)
+        violations += invariants.wallets(client, keys, state, rows)
         violations += invariants.leaderboard(state)
         violations += self.history.problems
         if self.history.problems and self.host_log is not None:

@@ -9,8 +9,11 @@ promise at once instead of stopping at the first:
 * :func:`exactly_once`: every admitted guess has one GES record, at most one ``scored`` event (the stream
   is capped), one observation in the latency histogram (``score.lua`` counts each effect it applies), and
   is counted once in its player's attempts; nothing is lost (every admitted job is done, or dead with a
-  reason).
-* :func:`wallets`: every ledger reconciles with its balances, and each admitted guess was charged once.
+  reason, or done unscored as ``unpaid`` after a refund its wallet could not pay back).
+* :func:`wallets`: every ledger reconciles with its balances, and each admitted guess was charged once,
+  refunded at most once and only when dead (given the rows: a refunded job is dead now, or was retried
+  and then recharged and scored, or completed unpaid), recharged at most once and only after its
+  refund: its net charge is its price when it is scored and nothing when it is refunded and unscored.
 * :func:`leaderboard`: the board equals the ranking recomputed from the GES records.
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from codemojex import ranking
@@ -54,6 +57,7 @@ class GameState:
     board: list[str]  # members in rank order
     submitted: dict[str, set[str]]  # player -> JOB ids admitted (the host's own index)
     observed: int  # effects score.lua applied (its latency histogram's count: one per record written)
+    refunds: dict[str, str] = field(default_factory=dict)  # JOB -> refunded | recharged | unpaid
 
 
 def read_game(client: Client, keys: GameKeys, round_id: str, players: Iterable[str]) -> GameState:
@@ -77,7 +81,8 @@ def read_game(client: Client, keys: GameKeys, round_id: str, players: Iterable[s
         for player in players
     }
     observed = int(client.hget(keys.latency, "count") or 0)
-    return GameState(records, events, standings, board, submitted, observed)
+    refunds = {job.decode(): mark.decode() for job, mark in client.hgetall(keys.refunds(round_id)).items()}
+    return GameState(records, events, standings, board, submitted, observed, refunds)
 
 
 def exactly_once(
@@ -102,6 +107,13 @@ def exactly_once(
             if record is not None:
                 problems.append(f"{job} is dead but was scored")
             continue
+        if (
+            record is None
+            and state.refunds.get(job) == "unpaid"
+            and row is not None
+            and row["state"] == "done"
+        ):
+            continue  # refunded, retried, and its wallet could not pay again: completed unscored
         if record is None:
             lost += 1
             problems.append(f"{job} was admitted but is not scored (row state {row and row['state']})")
@@ -138,7 +150,9 @@ def _wallet(client: Client, keys: GameKeys, player: str) -> Wallet:
     return Wallet(player, balances, tuple(entries))
 
 
-def wallets(client: Client, keys: GameKeys, state: GameState) -> list[str]:
+def wallets(
+    client: Client, keys: GameKeys, state: GameState, rows: dict[str, dict[str, str]] | None = None
+) -> list[str]:
     problems = []
     for player, admitted in state.submitted.items():
         wallet = _wallet(client, keys, player)
@@ -147,6 +161,42 @@ def wallets(client: Client, keys: GameKeys, state: GameState) -> list[str]:
         problems += [f"{job} was charged {n} times" for job, n in charged.items() if n != 1]
         problems += [f"{job} was admitted but never charged" for job in admitted if job not in charged]
         problems += [f"{job} was charged but is not admitted" for job in charged if job not in admitted]
+        problems += _refunds(wallet, state, rows)
+    return problems
+
+
+def _refunds(wallet: Wallet, state: GameState, rows: dict[str, dict[str, str]] | None) -> list[str]:
+    """Refunded at most once and only when dead; recharged at most once, only after a refund; a scored
+    guess nets its price, a refunded unscored one nothing."""
+    problems = []
+    net: Counter[str] = Counter()
+    refunded: Counter[str] = Counter()
+    recharged: Counter[str] = Counter()
+    for entry in wallet.ledger:
+        if entry.reason in ("guess", "refund", "recharge"):
+            net[entry.job] -= entry.delta
+        if entry.reason == "refund":
+            refunded[entry.job] += 1
+        if entry.reason == "recharge":
+            recharged[entry.job] += 1
+    for job in sorted(set(refunded) | set(recharged)):
+        mark, scored = state.refunds.get(job), guess_of(job) in state.records
+        if refunded[job] > 1 or recharged[job] > 1:
+            problems.append(f"{job} was refunded {refunded[job]} and recharged {recharged[job]} times")
+        if refunded[job] and mark is None:
+            problems.append(f"{job} was refunded without its marker")
+        if recharged[job] and not refunded[job]:
+            problems.append(f"{job} was recharged but never refunded")
+        row = (rows or {}).get(job)
+        if refunded[job] and row is not None and row["state"] != ("dead" if mark == "refunded" else "done"):
+            problems.append(f"{job} is refunded ({mark}) but its row is {row['state']}")
+        if refunded[job] and scored != (mark == "recharged"):
+            problems.append(f"{job} is refunded ({mark}) and {'scored' if scored else 'not scored'}")
+    problems += [
+        f"{record.job} was scored for a net charge of {net[record.job]}"
+        for record in state.records.values()
+        if record.player == wallet.player and net[record.job] <= 0
+    ]
     return problems
 
 

@@ -1,7 +1,8 @@
 --[[
   credit: add to one balance of a player's wallet, with its ledger entry (prizes, top-ups, refunds).
 
-  Called by codemojex.wallet.credit. Debits happen only in submit.lua, together with an admission.
+  Called by codemojex.wallet.credit. Debits happen only in submit.lua, together with an admission, and
+  as a refunded guess's recharge in score.lua; a dead guess's refund is refund.lua (once per JOB).
 
   Input:
     KEYS[1] player (hash)  cmx:{t}:player:<PLR>

@@ -9,6 +9,11 @@
   finds its record runs as a no-op and
   completes. The same member format as codemojex.ranking.board_member keeps the board in rank order.
 
+  A job refunded after it was dead-lettered (refund.lua) and then retried is charged again before it is
+  scored (ledger reason 'recharge', the same currency and amount, the JOB named) when the wallet can pay;
+  when it cannot, the job completes without a record ('unpaid', result 'unpaid'): never refunded and
+  scored for free. KEYS[12..15] serve only this rule.
+
   Input:
     KEYS[1]  job      (hash)    emq:{t}:job:<JOB>
     KEYS[2]  active   (zset)    claimed ids by lease deadline
@@ -21,6 +26,10 @@
     KEYS[9]  scored   (zset)    the round's GES ids by scoring serial (1, 2, ...: the fold order)
     KEYS[10] events   (stream)  the round's live events
     KEYS[11] latency  (hash)    submit->scored histogram: 'le_<ms>' / 'le_inf' -> count, 'count', 'sum_ms'
+    KEYS[12] refunds  (hash)    cmx:{t}:refunds:<RND>, JOB -> 'refunded' | 'recharged' | 'unpaid'
+    KEYS[13] charges  (hash)    cmx:{t}:charges:<RND>, JOB -> 'currency=amount' charged at submit
+    KEYS[14] wallet   (hash)    the player's balances
+    KEYS[15] ledger   (list)    the player's append-only ledger
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -38,6 +47,7 @@
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
     { 2, wrote }  the same without the completion (ARGV[11] = 0; the job stays active)
+    { 3, 0 }      refunded and the wallet cannot pay again: completed unscored (result 'unpaid')
     { 0, state }  stale: not active under that token; nothing changed
     {-1, '' }     no row for that job id
 ]]
@@ -45,6 +55,7 @@ local jobKey, activeKey, doneKey, statsKey, guessKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local latencyKey = KEYS[11]
+local refundsKey, chargesKey, walletKey, ledgerKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local jobId, token, guessId, roundId, playerId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local guess, code, hits, nears, length = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local finish, eventsCap = ARGV[11], tonumber(ARGV[12])
@@ -69,6 +80,27 @@ end
 
 local refused = fence(jobKey, statsKey, token)
 if refused then return refused end
+
+-- A refunded job pays again before it is scored, or completes unscored (see the header).
+local paid = redis.call('HGET', refundsKey, jobId)
+if paid == 'refunded' and redis.call('EXISTS', guessKey) == 0 then
+  local currency, amount = string.match(redis.call('HGET', chargesKey, jobId), '^([a-z]+)=(%d+)$')
+  amount = tonumber(amount)
+  paid = 'unpaid'
+  if (tonumber(redis.call('HGET', walletKey, currency)) or 0) >= amount then
+    paid = 'recharged'
+    local t = redis.call('TIME')
+    local balance = redis.call('HINCRBY', walletKey, currency, -amount)
+    redis.call('RPUSH', ledgerKey, cjson.encode({at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+      currency = currency, delta = -amount, balance = balance, reason = 'recharge', job = jobId}))
+  end
+  redis.call('HSET', refundsKey, jobId, paid)
+end
+if paid == 'unpaid' then
+  if finish ~= '1' then return {2, 0} end
+  complete_job(jobKey, activeKey, doneKey, statsKey, jobId, 'unpaid')
+  return {3, 0}
+end
 
 local wrote = 0
 if redis.call('EXISTS', guessKey) == 0 then
