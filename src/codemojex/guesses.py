@@ -149,6 +149,7 @@ def submit_call(
             game.bus.settings.wake_cap,
             game.settings.max_queued,
             digest,
+            round_id,
         ],
     )
 

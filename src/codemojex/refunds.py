@@ -21,8 +21,8 @@ Who runs it: the score worker, for each job its own fail dead-lettered (echomq's
 every :data:`PASS_EVERY_S` over the dead set (:func:`refund_dead`), which catches the jobs the sweep
 dead-lettered (a lease that expired on the last try) and any a dying worker left; and the operator
 (``codemojex refund``). A lost reply of any of these: call again; a refund that landed answers ALREADY.
-A job whose payload names no round cannot be matched to its charge and is answered UNCHARGED (the host
-never writes such a payload).
+The charge is found through the round the payload names or, for a payload that names none (the host
+never writes one), the round the charge's ledger entry names.
 """
 
 from __future__ import annotations
@@ -105,16 +105,32 @@ async def refund(game: Game, job_ids: Iterable[str]) -> list[RefundResult]:
         if state != b"dead":
             results.append(RefundResult(job, Refund.NOT_DEAD))
             continue
-        round_id = _round_of(payload)
         try:
             player = check_id(lane.decode(), PLAYER)
         except (AttributeError, CodemojexError):
             player = None
+        round_id = _round_of(payload)
+        if round_id is None and player is not None:
+            round_id = await _round_charged(game, player, job)
         if round_id is None or player is None:
             results.append(RefundResult(job, Refund.UNCHARGED))
             continue
         results.append(await _refund_one(game, job, round_id, player))
     return results
+
+
+async def _round_charged(game: Game, player: str, job: str) -> str | None:
+    """The round named by the ledger entry that charged ``job`` (newest entries first), or None."""
+    key, chunk = game.keys.ledger(player), 1000
+    with translate_errors():
+        end = await game.redis.llen(key)
+        while end > 0:
+            for raw in reversed(await game.redis.lrange(key, max(0, end - chunk), end - 1)):
+                entry = json.loads(raw)
+                if entry.get("job") == job and entry.get("reason") == "guess":
+                    return _round_of(raw)
+            end -= chunk
+    return None
 
 
 async def _refund_one(game: Game, job: str, round_id: str, player: str) -> RefundResult:

@@ -111,9 +111,7 @@ async def test_the_workers_dead_letter_hook_refunds_at_once(setup, sync_redis):
     game, the_round, player = setup
     job = await submit(game, the_round, player)
     row = game.bus.keys.job(job)
-    payload = json.loads(sync_redis.hget(row, "payload"))
-    payload["guess"] = "not a list"  # a payload the worker refuses: Permanent, dead at once
-    sync_redis.hset(row, "payload", json.dumps(payload))
+    sync_redis.hset(row, "payload", b"\xff not even JSON")  # no round to read: the ledger names it
     async with running(Worker(game.bus, ScoreWorker(game).handle, on_dead=Refunder(game).on_dead)):
         await eventually(lambda: len(ledger_of(sync_redis, game, player.id, job)) == 2, what="the refund")
     assert sync_redis.hget(row, "state") == b"dead"

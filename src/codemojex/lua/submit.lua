@@ -35,6 +35,7 @@
     ARGV[5] wake cap
     ARGV[6] most guesses a player may have queued at once
     ARGV[7] request digest (hex): the admission's identity, stored as the row's digest
+    ARGV[8] round id (named in the charge's ledger entry, so a refund finds the charge whatever the payload)
 
   Output:
     { 1, state, charge }  admitted and charged; charge is 'currency=amount'
@@ -51,7 +52,7 @@ local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, charges
   KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local digest = ARGV[7]
+local digest, roundId = ARGV[7], ARGV[8]
 
 -- @include "admit"
 
@@ -94,7 +95,7 @@ local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey,
   jobId, playerId, payload, digest, maxAttempts, 0, 0, wakeCap)
 local balance = redis.call('HINCRBY', walletKey, currency, -amount)
 redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = currency, delta = -amount,
-  balance = balance, reason = 'guess', job = jobId}))
+  balance = balance, reason = 'guess', job = jobId, round = roundId}))
 redis.call('HINCRBY', quotaKey, playerId, 1)
 redis.call('ZADD', submittedKey, now, jobId)
 local charge = currency .. '=' .. amount
