@@ -67,7 +67,7 @@ class Submission:
 
     outcome: Outcome
     job: str  # the JOB id (minted, or the caller's)
-    guess: tuple[str, ...] | None  # the guess as admitted, locks overlaid
+    guess: tuple[str, ...] | None  # the guess as admitted, locks overlaid (None for a refusal)
     charged: tuple[str, int] | None  # the currency and amount (the original charge, for a duplicate)
     refusal: Refusal | None = None
     detail: str = ""
@@ -200,7 +200,8 @@ async def submit(
     if code == 1:
         return Submission(Outcome.ADMITTED, job, keys_of_guess, _charge(reply[2]))
     if code == 0:
-        admitted = decode_payload(reply[3]).guess if reply[3] else keys_of_guess or None
+        # The admitted guess; once the row is a tombstone, today's reading of the request (empty if none).
+        admitted = decode_payload(reply[3]).guess if reply[3] else keys_of_guess
         return Submission(Outcome.DUPLICATE, job, admitted, _charge(reply[2]))
     if code == -1:
         return _refused(

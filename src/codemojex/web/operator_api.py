@@ -1,5 +1,5 @@
 """The operator's API (``Authorization: Bearer <operator token>``): open and close rounds, queue stats,
-active leases, dead letters and their retry, and the throughput samples the dashboard charts."""
+active leases, dead letters, their retry and refund, and the throughput samples the dashboard charts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import rounds
+from codemojex import refunds, rounds
 from codemojex.game import translate_errors
 from codemojex.keys import JOB, check_id
 from codemojex.web import views
@@ -123,6 +123,15 @@ async def retry(request: Request, job_id: str) -> dict[str, Any]:
     with translate_errors():
         retried = await host_of(request).game.bus.retry_dead(job_id)
     return {"job_id": job_id, "retried": retried}
+
+
+@router.post("/dead/{job_id}/refund")
+async def refund(request: Request, job_id: str) -> dict[str, Any]:
+    """Give a dead guess its payment back, once (:mod:`codemojex.refunds`): ``outcome`` is refunded, or
+    already, not_dead, scored or uncharged when nothing changed. Safe to repeat (a lost reply: ask again)."""
+    [result] = await refunds.refund(host_of(request).game, [check_id(job_id, JOB)])
+    charged = {"currency": result.charge[0], "amount": result.charge[1]} if result.charge else None
+    return {"job_id": job_id, "outcome": result.outcome.value, "refunded": charged}
 
 
 @router.get("/throughput")
