@@ -21,8 +21,9 @@ Who runs it: the score worker, for each job its own fail dead-lettered (echomq's
 every :data:`PASS_EVERY_S` over the dead set (:func:`refund_dead`), which catches the jobs the sweep
 dead-lettered (a lease that expired on the last try) and any a dying worker left; and the operator
 (``codemojex refund``). A lost reply of any of these: call again; a refund that landed answers ALREADY.
-The charge is found through the round the payload names or, for a payload that names none (the host
-never writes one), the round the charge's ledger entry names.
+The charge is found through the round the payload names or, when the payload names none or a round
+that did not charge it (the host never writes such a payload), the round the charge's ledger entry
+names.
 """
 
 from __future__ import annotations
@@ -109,13 +110,18 @@ async def refund(game: Game, job_ids: Iterable[str]) -> list[RefundResult]:
             player = check_id(lane.decode(), PLAYER)
         except (AttributeError, CodemojexError):
             player = None
-        round_id = _round_of(payload)
-        if round_id is None and player is not None:
-            round_id = await _round_charged(game, player, job)
-        if round_id is None or player is None:
+        if player is None:
             results.append(RefundResult(job, Refund.UNCHARGED))
             continue
-        results.append(await _refund_one(game, job, round_id, player))
+        round_id = _round_of(payload)
+        result = RefundResult(job, Refund.UNCHARGED)
+        if round_id is not None:
+            result = await _refund_one(game, job, round_id, player)
+        if result.outcome is Refund.UNCHARGED:  # no round, or not the round that charged it: the ledger's
+            charged_in = await _round_charged(game, player, job)
+            if charged_in is not None and charged_in != round_id:
+                result = await _refund_one(game, job, charged_in, player)
+        results.append(result)
     return results
 
 
