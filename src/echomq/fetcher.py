@@ -5,13 +5,25 @@ when the claim comes back short, the ring was empty (and the claim deleted the s
 every job that becomes claimable from then on pushes a fresh token, and the fetcher blocks on the wake
 list (BLPOP, on a connection of its own whose socket timeout outlasts the block; on a cluster, a cluster
 client of its own, which sends the BLPOP to the node owning the wake key's slot) until a token arrives,
-the next sweep is due, or the next delayed job is due (the claim reply says when). A block that ends
-without a token is followed by the sweep, not by a claim, which is what keeps an idle worker at two
-commands per block; once per :data:`SAFETY_CLAIM_S` it claims anyway.
+the next sweep is due, or the next delayed job is due. A block that ends without a token is followed by
+the sweep, not by a claim, which is what keeps an idle worker at two commands per block; once per
+:data:`SAFETY_CLAIM_S` it claims anyway.
 
 The sweep runs every ``sweep_every_s`` under a shared lock of a little less than that period, so N
 workers on one bus reclaim about once per period; it also runs as soon as a delayed job is due, which
-promotes it (promotion is not locked).
+promotes it (promotion is not locked), and the fetcher then claims.
+
+Punctuality: the fetcher keeps the earliest due time it knows of, and never blocks past it. Every claim
+and every sweep reply names the earliest delayed job left (``next_due``) with the server's clock at that
+moment, so the due time is placed on the local monotonic clock by that offset (worker clocks never
+decide anything; a reply's transit only makes the wake-up later, by that transit); a retry this worker
+scheduled itself (a failure with backoff) counts too. So a delayed job or a retry starts within about a
+round trip of its due time when a worker is idle, not at the next sweep. Each reply replaces what the
+fetcher knew (it read the delayed set whole), so a job promoted by another process is not waited for.
+
+Wake-ups: a claim that comes back full (the lanes may hold more) claims again at once; every job moved to
+a lane pushes a wake token (up to the bus's wake cap), and a claim that leaves jobs behind passes one on,
+so the idle workers that the moved jobs can use all wake.
 """
 
 from __future__ import annotations
@@ -102,6 +114,22 @@ class Fetcher:
         """Claim at the next :meth:`fetch` without blocking first (a slot freed, or an error passed)."""
         self._need_claim = True
 
+    def due_in(self, delay_s: float) -> None:
+        """A job becomes due ``delay_s`` from now (a retry this worker scheduled): wake for it then."""
+        self._learn_due(time.monotonic() + max(0.0, delay_s), replace=False)
+
+    def _learn_due(self, at: float | None, *, replace: bool) -> None:
+        """Keep ``at`` as the next due time: as the whole truth (``replace``, from a claim or sweep reply,
+        which read the delayed set's head), or as one more job due then (the earlier of the two)."""
+        if replace or self._due_at is None:
+            self._due_at = at
+        elif at is not None:
+            self._due_at = min(self._due_at, at)
+
+    def _from_server(self, due_ms: int | None, server_ms: int) -> float | None:
+        """``due_ms`` (server clock) on the monotonic clock, by the reply's server time ``server_ms``."""
+        return None if due_ms is None else time.monotonic() + max(0, due_ms - server_ms) / 1000
+
     def until_timer(self) -> float:
         """Seconds until the next sweep or the next delayed job is due."""
         at = self._next_sweep_at if self._due_at is None else min(self._next_sweep_at, self._due_at)
@@ -126,14 +154,16 @@ class Fetcher:
     async def sweep_if_due(self) -> None:
         now = time.monotonic()
         due = self._due_at is not None and now + _SLACK_S >= self._due_at
-        if due or now + _SLACK_S >= self._next_sweep_at:
-            moved = await self._sweep()
+        timer = now + _SLACK_S >= self._next_sweep_at
+        if due or timer:
+            moved = await self._sweep("timer" if timer else "due")
             self._need_claim = self._need_claim or moved or due
 
     async def _block(self) -> bool:
         """Block on the wake list until a token (True), a timer or stop (False)."""
         timeout = min(IDLE_BLOCK_S, self.until_timer())
-        if timeout <= _SLACK_S:
+        if timeout <= _SLACK_S:  # too short to block on Redis for: wait it out here, then the timer is due
+            await first_of([self._stopping.wait()], timeout)
             return False
         waker = await self._pickup()
         if waker is None:
@@ -146,16 +176,17 @@ class Fetcher:
             await self.aclose()  # the slot may have moved: ask again which node owns it next time
         return pickup.result()
 
-    async def _sweep(self) -> bool:
-        """Run the timed sweep; True if it moved jobs to their lanes."""
+    async def _sweep(self, reason: str) -> bool:
+        """Run the sweep (``reason``: its timer, or a delayed job due); True if it moved jobs to lanes."""
         report = await self.bus.sweep(lock_ms=self.sweep_lock_ms)
         self._next_sweep_at = time.monotonic() + self.sweep_every_s
-        self._due_at = None  # promoted now; the next claim reply says when the next one is due
+        self._learn_due(self._from_server(report.next_due_ms, report.server_ms), replace=True)
         level = logging.INFO if report.reclaimed or report.dead else logging.DEBUG
         emit(
             log,
             level,
             "worker.swept",
+            reason=reason,
             promoted=report.promoted,
             reclaimed=report.reclaimed,
             dead=report.dead,
@@ -165,7 +196,4 @@ class Fetcher:
         return report.promoted > 0 or report.reclaimed > 0
 
     def _note_due(self, claimed: Claimed) -> None:
-        if claimed.next_due_ms is None:
-            self._due_at = None
-        else:
-            self._due_at = time.monotonic() + max(0, claimed.next_due_ms - claimed.server_ms) / 1000
+        self._learn_due(self._from_server(claimed.next_due_ms, claimed.server_ms), replace=True)

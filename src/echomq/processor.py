@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from echomq import faults
 from echomq.errors import InvalidInput, Permanent, RedisUnavailable, UnknownJob
+from echomq.jobs import backoff_ms
 from echomq.logs import emit
 from echomq.states import Failure, Finish
 
@@ -253,10 +254,19 @@ def _finished(worker: Worker, job: Job, outcome: Finish, *, by: str) -> None:
 
 
 async def _fail(worker: Worker, job: Job, error: str, *, retryable: bool) -> None:
+    """Fail the try; a retry goes to ``delayed`` for the backoff, and the fetcher wakes for it then.
+
+    A lost reply, retried, is answered stale (the job left ``active`` with the first call), so the
+    fetcher is not told of the retry: the next claim's reply names it as the next due job anyway."""
     worker.keeper.untrack(job.claim)
-    outcome = await _with_retries(worker, job, lambda: worker.bus.fail(job.claim, error, retryable=retryable))
+    delay_ms = backoff_ms(worker.bus, job.tries or job.attempt)
+    outcome = await _with_retries(
+        worker, job, lambda: worker.bus.fail(job.claim, error, retryable=retryable, delay_ms=delay_ms)
+    )
     if outcome is None:
         return
+    if outcome is Failure.RETRYING:
+        worker.fetcher.due_in(delay_ms / 1000)
     if outcome is Failure.STALE:
         worker.counts.stale += 1
         emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="fail")

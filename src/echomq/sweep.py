@@ -14,12 +14,16 @@ Guarantees provided here:
   most once per period across all callers (promotion of due delayed jobs always runs).
 * **Recovery time.** A killed worker's job is claimable again at most lease + sweep period after its
   last extension.
+* **Wake-ups.** Every job the sweep moves to a lane (promoted or reclaimed) pushes one wake token, up to
+  the bus's wake cap, so as many idle workers wake as those jobs can use, not just one.
+* **A lost reply** is harmless: the sweep moved what was due, and a retry (or the next sweep) finds it
+  moved and does the rest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from echomq._validate import check_int
 from echomq.errors import translate_redis_errors
@@ -38,37 +42,49 @@ class SweepReport:
     trimmed: int
     next_due_ms: int | None
     swept: bool  # False when another process held the sweep lock (only promotion ran)
+    server_ms: int = 0  # the server's clock when the sweep ran, to place next_due_ms on a local clock
 
 
-async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:
-    """Run one sweep. ``lock_ms`` = 0 forces it; > 0 takes the shared lock for that period."""
+def sweep_call(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> tuple[list[str], list[Any]]:
+    """Keys and args of one sweep.lua call, every input checked."""
     check_int("limit", limit, 1, 100_000)
     check_int("lock_ms", lock_ms, 0)
     keys = bus.keys
     settings = bus.settings
+    return (
+        [
+            keys.active,
+            keys.delayed,
+            keys.done,
+            keys.dead,
+            keys.ring,
+            keys.wake,
+            keys.stats,
+            keys.sweep_lock,
+            keys.waiting,
+        ],
+        [
+            keys.prefix,
+            limit,
+            lock_ms,
+            settings.result_ttl_ms,
+            settings.dedup_window_ms,
+            settings.wake_cap,
+            settings.dead_ttl_ms,
+        ],
+    )
+
+
+def report_from_reply(reply: Any) -> SweepReport:
+    """Read a sweep.lua reply."""
+    promoted, reclaimed, dead, trimmed, next_due, swept, now = (int(x) for x in reply)
+    due = None if next_due < 0 else next_due
+    return SweepReport(promoted, reclaimed, dead, trimmed, due, swept == 1, now)
+
+
+async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:
+    """Run one sweep. ``lock_ms`` = 0 forces it; > 0 takes the shared lock for that period."""
+    keys, args = sweep_call(bus, lock_ms=lock_ms, limit=limit)
     with translate_redis_errors():
-        reply = await bus.scripts.run(
-            "sweep",
-            [
-                keys.active,
-                keys.delayed,
-                keys.done,
-                keys.dead,
-                keys.ring,
-                keys.wake,
-                keys.stats,
-                keys.sweep_lock,
-                keys.waiting,
-            ],
-            [
-                keys.prefix,
-                limit,
-                lock_ms,
-                settings.result_ttl_ms,
-                settings.dedup_window_ms,
-                settings.wake_cap,
-                settings.dead_ttl_ms,
-            ],
-        )
-    promoted, reclaimed, dead, trimmed, next_due, swept = (int(x) for x in reply)
-    return SweepReport(promoted, reclaimed, dead, trimmed, None if next_due < 0 else next_due, swept == 1)
+        reply = await bus.scripts.run("sweep", keys, args)
+    return report_from_reply(reply)

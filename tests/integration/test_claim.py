@@ -173,6 +173,21 @@ async def test_claim_clears_wake_tokens_when_nothing_is_left(bus, probe):
     probe.check()
 
 
+async def test_a_claim_that_leaves_jobs_behind_passes_a_wake_token_on(bus, probe):
+    """A claim that leaves jobs in the lanes pushes a wake token when none is left (for the next idle
+    worker), never a second one; the claim that empties the lanes deletes it."""
+    await _fill(bus, {"A": 3, "B": 1})
+    probe.client.delete(bus.keys.wake)  # the tokens went to workers that are busy now
+    await bus.claim(count=2)
+    assert probe.wake_tokens() == 1
+    await bus.claim(count=1)
+    assert probe.wake_tokens() == 1
+    probe.check()
+    assert len(await bus.claim(count=5)) == 1
+    assert probe.wake_tokens() == 0
+    probe.check()
+
+
 async def test_claim_skips_and_removes_an_empty_lane_left_in_the_ring(bus, probe):
     """A lane name in the ring with no jobs (a foreign write) is dropped, and the claim goes on."""
     jobs = await _fill(bus, {"A": 1})

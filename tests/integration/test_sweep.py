@@ -111,6 +111,40 @@ async def test_sweep_promotes_due_delayed_jobs_to_their_lanes(bus, probe):
     assert probe.counters()["promoted"] == 1
 
 
+async def _crashed_holding(bus, probe, count):
+    """``count`` jobs on two lanes, claimed by a worker that then died (leases run out), and a delayed
+    job now due; the wake tokens of their enqueues are spent."""
+    jobs = [ids.mint("JOB") for _ in range(count)]
+    await bus.enqueue_many([NewJob(job, f"L{i % 2}", b"") for i, job in enumerate(jobs)])
+    await bus.claim(count=count)
+    for job in jobs:
+        probe.expire(job)  # simulates the leases running out
+    due = ids.mint("JOB")
+    await bus.enqueue(due, lane="L9", payload=b"", delay_ms=60_000)
+    probe.make_due(due)  # simulates its delay passing
+    probe.client.delete(bus.keys.wake)
+
+
+async def test_a_sweep_pushes_a_wake_token_for_every_job_it_moves_to_a_lane(watched_bus):
+    """Each job a sweep reclaims or promotes pushes one wake token, so as many idle workers wake."""
+    bus, probe = watched_bus()
+    await _crashed_holding(bus, probe, 5)
+    report = await bus.sweep()
+    assert (report.reclaimed, report.promoted) == (5, 1)
+    assert probe.wake_tokens() == 6
+    probe.check()
+
+
+async def test_the_tokens_a_sweep_pushes_stop_at_the_wake_cap(watched_bus):
+    """A sweep that moves more jobs than the wake cap leaves the wake list at the cap, not past it."""
+    bus, probe = watched_bus(wake_cap=4)
+    await _crashed_holding(bus, probe, 6)
+    probe.client.lpush(bus.keys.wake, "1")
+    assert (await bus.sweep()).reclaimed == 6
+    assert probe.wake_tokens() == 4
+    probe.check()
+
+
 async def test_sweep_is_idempotent(bus, probe):
     """A second sweep right after the first finds nothing to do and changes nothing."""
     job = ids.mint("JOB")

@@ -9,6 +9,10 @@
   it). A job is in exactly one location before and after the script, so a crash at any point leaves
   it recoverable by the stalled sweep.
 
+  Wake-ups: a claim that leaves the ring empty deletes the wake tokens (nothing is left to wake for); one
+  that leaves jobs behind (a full batch) pushes a token when the list is empty, so the wake-up passes
+  on to the next idle worker instead of stopping at this one.
+
   Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of KEYS).
 
   Fairness lag: waiting[lane] is the 'claimed' serial since which the lane waits for service: set by
@@ -20,7 +24,7 @@
     KEYS[1] ring    (list)  serviceable lanes
     KEYS[2] active  (zset)  claimed ids by lease deadline (ms)
     KEYS[3] delayed (zset)  scheduled ids by due time (ms), read for the next due time only
-    KEYS[4] wake    (list)  wake-up tokens, deleted when the ring is left empty
+    KEYS[4] wake    (list)  wake-up tokens: deleted when the ring is left empty, one pushed when not
     KEYS[5] stats   (hash)  counters; 'claimed' is also the serial of fairness lag
     KEYS[6] waiting (hash)  lane -> the 'claimed' serial since which it waits
 
@@ -90,7 +94,11 @@ if n > 0 then
   redis.call('HINCRBY', statsKey, 'claimed', n)
   redis.call('HSET', statsKey, 'lag_max', lagMax)
 end
-if redis.call('LLEN', ringKey) == 0 then redis.call('DEL', wakeKey) end
+if redis.call('LLEN', ringKey) == 0 then
+  redis.call('DEL', wakeKey)
+elseif redis.call('LLEN', wakeKey) == 0 then
+  redis.call('LPUSH', wakeKey, '1')  -- jobs left behind: pass the wake-up on to the next idle worker
+end
 local nextDue = -1
 local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
 if first[2] then nextDue = tonumber(first[2]) end

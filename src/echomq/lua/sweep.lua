@@ -13,6 +13,10 @@
   Steps 2 and 3 run only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N
   workers on one bus reclaim about once per period, not N times.
 
+  Wake-ups: one token per job moved to a lane (promoted or reclaimed), up to the wake cap, so as many
+  idle workers wake as the moved jobs can use (a worker woken for nothing claims nothing, and that
+  empty claim clears the list).
+
   Only the server clock is read (TIME): worker clocks, skewed or not, never decide a lease.
   Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
 
@@ -36,9 +40,10 @@
     ARGV[7] dead ttl (ms): how long a dead row is kept whole for inspection and retry
 
   Output:
-    { promoted, reclaimed, dead, trimmed, next_due, swept }
+    { promoted, reclaimed, dead, trimmed, next_due, swept, now }
       next_due  due time (ms) of the earliest delayed job left, or -1
       swept     1 when steps 2 and 3 ran, 0 when another process holds the lock
+      now       server time (ms) the sweep ran at, to place next_due on the caller's own clock
 ]]
 local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -49,7 +54,7 @@ local deadTtl = tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
-local queuedAny = false
+local queued = 0
 
 local function toLane(jobId, jobKey, lane, priority)
   local laneKey = prefix .. 'lane:' .. lane
@@ -59,7 +64,7 @@ local function toLane(jobId, jobKey, lane, priority)
     redis.call('HSET', waitingKey, lane, serial)
   end
   redis.call('HSET', jobKey, 'state', 'queued')
-  queuedAny = true
+  queued = queued + 1
 end
 
 local promoted, reclaimed, dead, trimmed, swept = 0, 0, 0, 0, 0
@@ -112,9 +117,10 @@ if promoted > 0 then redis.call('HINCRBY', statsKey, 'promoted', promoted) end
 if reclaimed > 0 then redis.call('HINCRBY', statsKey, 'reclaimed', reclaimed) end
 if dead > 0 then redis.call('HINCRBY', statsKey, 'dead', dead) end
 if trimmed > 0 then redis.call('HINCRBY', statsKey, 'trimmed', trimmed) end
-if queuedAny and redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
+local tokens = math.min(queued, wakeCap - redis.call('LLEN', wakeKey))
+for _ = 1, tokens do redis.call('LPUSH', wakeKey, '1') end
 
 local nextDue = -1
 local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
 if first[2] then nextDue = tonumber(first[2]) end
-return {promoted, reclaimed, dead, trimmed, nextDue, swept}
+return {promoted, reclaimed, dead, trimmed, nextDue, swept, now}
