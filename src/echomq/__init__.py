@@ -7,6 +7,7 @@ idempotent on a branded, sortable job id, and service rotates fairly across lane
 
 from echomq import ids
 from echomq.bus import DEFAULT_TAG, Bus, Settings
+from echomq.dead import DeadRetry
 from echomq.errors import (
     EchoMQError,
     InvalidId,
@@ -36,6 +37,7 @@ __all__ = [
     "Bus",
     "Claim",
     "Claimed",
+    "DeadRetry",
     "EchoMQError",
     "Failure",
     "Finish",

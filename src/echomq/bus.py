@@ -1,7 +1,8 @@
 """The Bus: one tag's keyspace, its scripts and settings, bound to an asyncio Redis client.
 
 A thin facade: each method delegates to the module that provides the behaviour and documents its
-guarantee (:mod:`echomq.jobs`, :mod:`echomq.lanes`, :mod:`echomq.sweep`, :mod:`echomq.stats`).
+guarantee (:mod:`echomq.jobs`, :mod:`echomq.lanes`, :mod:`echomq.sweep`, :mod:`echomq.dead`,
+:mod:`echomq.stats`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 
-from echomq import jobs, lanes, stats, sweep
+from echomq import dead, jobs, lanes, stats, sweep
 from echomq._validate import check_int
+from echomq.dead import DeadRetry
 from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim, JobInfo, NewJob
 from echomq.keyspace import Keyspace
@@ -139,7 +141,11 @@ class Bus:
         return await jobs.release(self, claim)
 
     async def retry_dead(self, job: str) -> bool:
-        return await jobs.retry_dead(self, job)
+        return await dead.retry_dead(self, job)
+
+    async def retry_all_dead(self, *, batch: int = dead.DEFAULT_BATCH) -> DeadRetry:
+        """Retry each job of a snapshot of the dead set once; the report names the jobs moved."""
+        return await dead.retry_all_dead(self, batch=batch)
 
     async def inspect(self, job: str) -> JobInfo:
         return await jobs.inspect(self, job)

@@ -199,13 +199,13 @@ async def _dead_retry(args: argparse.Namespace) -> int:
             info = await bus.inspect(args.job)
             print(f"echomq: {args.job} is not dead (state {info.state.value})", file=sys.stderr)
             return EXIT_FAILURE
-        moved = 0
-        while batch := await bus.dead_jobs(limit=1000):
-            done = sum([await bus.retry_dead(job) for job, _ in batch])
-            moved += done
-            if done == 0:
-                break  # nothing moved (foreign entries): stop rather than loop
-        print(f"{moved} dead jobs back in their lanes")
+        report = await bus.retry_all_dead()
+    # Exactly the jobs this run moved: each dead job of the snapshot once, even if a worker dead-letters
+    # it again meanwhile (see echomq.dead).
+    line = f"{len(report.moved)} dead jobs back in their lanes"
+    if report.listed != len(report.moved):
+        line += f" ({report.listed - len(report.moved)} of the {report.listed} listed had left the dead set)"
+    print(line)
     return 0
 
 

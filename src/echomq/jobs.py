@@ -1,4 +1,4 @@
-"""Admission and the fenced finish: enqueue, complete, fail, extend, release, retry_dead, inspect.
+"""Admission and the fenced finish: enqueue, complete, fail, extend, release, inspect.
 
 Guarantees provided here:
 
@@ -9,7 +9,7 @@ Guarantees provided here:
   (default 24 h): the row is kept whole for ``result_ttl_ms`` (default 1 h), then the sweep trims it to a
   tombstone of a few fields (state, lane, payload digest, attempts) that expires at the window's end.
   After that the same id would be admitted anew. Dead rows are kept whole for ``dead_ttl_ms`` (180
-  days) for inspection and :func:`retry_dead`, then trimmed the same way.
+  days) for inspection and :func:`echomq.dead.retry_dead`, then trimmed the same way.
 * **Fenced finish.** Every finishing call (:func:`complete`, :func:`fail`, :func:`release`) carries the
   claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
   worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
@@ -332,20 +332,6 @@ async def release(bus: Bus, claim: Claim) -> Release:
         )
     code = _code("release", reply, claim.job)
     return Release.RELEASED if code == 1 else Release.STALE
-
-
-async def retry_dead(bus: Bus, job: str) -> bool:
-    """Return a dead job to its lane with a fresh budget of tries; False if it is not dead."""
-    keys = bus.keys
-    job_key = keys.job(job)
-    with translate_redis_errors():
-        reply = await bus.scripts.run(
-            "retry_dead",
-            [job_key, keys.dead, keys.ring, keys.wake, keys.stats, keys.waiting],
-            [job, keys.prefix, bus.settings.wake_cap],
-        )
-    code = _code("retry_dead", reply, job)
-    return code == 1
 
 
 def _location(bus: Bus, state: JobState, lane: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -9,8 +10,8 @@ import sys
 
 import pytest
 
-from echomq import ids
-from tests.support.workers import run_cli
+from echomq import Bus, Permanent, Worker, ids
+from tests.support.workers import eventually, run_cli, running
 
 
 @pytest.fixture
@@ -29,6 +30,11 @@ async def _dead_job(bus):
     [claim] = await bus.claim()
     await bus.fail(claim, "scorer crashed")
     return job
+
+
+async def _all_dead(bus, jobs):
+    states = [(await bus.inspect(job)).state.value for job in jobs]
+    return states == ["dead"] * len(jobs)
 
 
 async def test_stats_json_has_counters_depths_and_lanes(bus, echomq):
@@ -94,6 +100,27 @@ async def test_dead_retry_all(bus, echomq):
     assert out.stdout.startswith("3 ")
     assert [(await bus.inspect(job)).state.value for job in jobs] == ["queued"] * 3
     assert json.loads(echomq("dead", "list", "--json").stdout) == []
+
+
+async def test_dead_retry_all_retries_each_dead_job_once_while_a_worker_kills_them_again(
+    bus, echomq, redis_server, tag
+):
+    """While a worker dead-letters every retried job again, dead retry --all retries each of the 30
+    dead jobs once and reports exactly the 30 it moved."""
+    jobs = [await _dead_job(bus) for _ in range(30)]
+
+    async def doomed(job):
+        raise Permanent("still broken")
+
+    worker_bus = Bus.from_url(redis_server.url, tag=tag)
+    async with worker_bus, running(Worker(worker_bus, doomed, concurrency=10)) as worker:
+        out = await asyncio.to_thread(echomq, "dead", "retry", "--all")
+        assert out.returncode == 0, out.stderr
+        await eventually(lambda: _all_dead(bus, jobs), 30, "every retried job dead again")
+    assert worker.counts.dead == 30
+    assert out.stdout == "30 dead jobs back in their lanes\n"
+    assert (await bus.stats()).counters["resurrected"] == 30
+    assert [(await bus.inspect(job)).attempts for job in jobs] == [2] * 30  # died, retried once, died
 
 
 async def test_sweep_json_reports_what_moved(bus, echomq, sync_redis):

@@ -1,10 +1,10 @@
-"""retry_dead.lua through echomq.jobs.retry_dead: a dead job back to its lane with a fresh budget."""
+"""retry_dead.lua through echomq.dead: a dead job back to its lane with a fresh budget, once per request."""
 
 from __future__ import annotations
 
 import pytest
 
-from echomq import Failure, Finish, InvalidId, UnknownJob, ids
+from echomq import Failure, Finish, InvalidId, UnknownJob, dead, ids
 
 
 async def _dead(bus, probe, lane="L", max_attempts=2):
@@ -103,3 +103,43 @@ async def test_retry_dead_of_an_unknown_or_ill_formed_id_raises(bus, probe):
     with pytest.raises(InvalidId):
         await bus.retry_dead("JOB-not-an-id")
     probe.assert_unchanged(before)
+
+
+async def test_a_retried_call_answers_moved_and_never_moves_the_job_twice(bus, probe):
+    """A call repeated under the same request id (a retry after a lost reply) answers that it moved the
+    job, and moves nothing, even when a worker dead-lettered the job again in between."""
+    job, _ = await _dead(bus, probe, max_attempts=1)
+    request = dead.new_request()
+    assert await dead.retry_dead_many(bus, [job], request) == [True]
+    assert await dead.retry_dead_many(bus, [job], request) == [True]  # the lost reply's retry
+    [claim] = await bus.claim()
+    assert await bus.fail(claim, "boom again") is Failure.DEAD
+    before = probe.snapshot()
+    assert await dead.retry_dead_many(bus, [job], request) == [True]
+    probe.assert_unchanged(before)
+    assert probe.counters()["resurrected"] == 1
+    assert await dead.retry_dead_many(bus, [job], dead.new_request()) == [True]  # another request moves it
+    assert probe.check() == {job: "queued"}
+    assert probe.counters()["resurrected"] == 2
+
+
+async def test_retry_dead_many_answers_per_job(bus, probe):
+    """One batch: a dead job moves (True); a queued one and an id with no row answer False."""
+    gone, _ = await _dead(bus, probe, lane="A")
+    queued = ids.mint("JOB")
+    await bus.enqueue(queued, lane="B", payload=b"")
+    never = ids.mint("JOB")
+    assert await dead.retry_dead_many(bus, [gone, queued, never], dead.new_request()) == [True, False, False]
+    assert probe.check() == {gone: "queued", queued: "queued"}
+
+
+async def test_retry_all_dead_moves_a_snapshot_once_and_reports_what_moved(bus, probe):
+    """retry_all_dead retries every dead job once, oldest death first, in batches, and reports them."""
+    jobs = [(await _dead(bus, probe, lane=f"L{i}", max_attempts=1))[0] for i in range(5)]
+    probe.client.zadd(bus.keys.dead, {"not-a-job-id": 0})  # a foreign entry is not retried
+    report = await bus.retry_all_dead(batch=2)
+    assert report == dead.DeadRetry(listed=5, moved=tuple(jobs))
+    assert probe.counters()["resurrected"] == 5
+    probe.client.zrem(bus.keys.dead, "not-a-job-id")
+    assert set(probe.check().values()) == {"queued"}
+    assert await bus.retry_all_dead() == dead.DeadRetry(listed=0, moved=())

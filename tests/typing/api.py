@@ -6,6 +6,7 @@ from echomq import (
     Admission,
     Bus,
     Claim,
+    DeadRetry,
     Finish,
     Job,
     JobInfo,
@@ -38,7 +39,9 @@ async def public_surface(bus: Bus) -> None:
     report: SweepReport = await bus.sweep(lock_ms=0)
     stats: Stats = await bus.stats()
     body: bytes = ids.body(ids.rebrand(info.job, "GES"))
-    del admissions, report, stats, body
+    retried: DeadRetry = await bus.retry_all_dead(batch=500)
+    moved: tuple[str, ...] = retried.moved
+    del admissions, report, stats, body, moved
 
 
 # The README's worker example.

@@ -1,8 +1,13 @@
 --[[
   retry_dead: return a dead-lettered job to its lane with a fresh budget of tries.
 
-  Called by echomq.jobs.retry_dead. Only a dead job moves; its attempts token keeps counting up (so no
-  earlier claim can ever finish it), its tries restart at 0.
+  Called by echomq.dead.retry_dead and echomq.dead.retry_all_dead. Only a dead job moves; its attempts
+  token keeps counting up (so no earlier claim can ever finish it), its tries restart at 0.
+
+  Request id: the row keeps the id of the request that last moved it ('retried_by'). A call with that
+  same id never moves the job again, and answers that it moved it: so a call retried after its reply
+  was lost tells the truth (moved), and one `retry --all` run retries each dead job at most once, even
+  if a worker dead-letters it again before the run ends.
 
   Lane keys are built from ARGV[2] (the bus prefix, whose hash tag puts them in the slot of KEYS).
 
@@ -10,24 +15,27 @@
     KEYS[1] job   (hash)  the row
     KEYS[2] dead  (zset)  dead-lettered ids
     KEYS[3] ring  (list)  serviceable lanes
-    KEYS[4] wake  (list)  wake-up tokens
+    KEYS[4] wake  (list)  wake-up tokens (one pushed for the job moved, up to the cap)
     KEYS[5] stats (hash)  counters
     KEYS[6] waiting (hash)  lane -> the 'claimed' serial since which it waits (fairness lag)
 
     ARGV[1] job id
     ARGV[2] bus prefix, e.g. 'emq:{cm}:'
     ARGV[3] wake cap
+    ARGV[4] request id (non-empty text, unique to one request)
 
   Output:
     { 1, 'queued' }  back in its lane
+    { 2, state }     this request moved it already (a retried call); nothing changed
     { 0, state }     not dead (or a trimmed dead tombstone, whose payload is gone); nothing changed
     {-1, '' }        no row for that id
 ]]
 local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local jobId, prefix, wakeCap = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local jobId, prefix, wakeCap, request = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
-local row = redis.call('HMGET', jobKey, 'state', 'lane', 'priority', 'trimmed')
+local row = redis.call('HMGET', jobKey, 'state', 'lane', 'priority', 'trimmed', 'retried_by')
 if not row[1] then return {-1, ''} end
+if row[5] == request then return {2, row[1]} end
 if row[1] ~= 'dead' or row[4] then return {0, row[1]} end  -- a trimmed tombstone has no payload left
 
 local laneKey = prefix .. 'lane:' .. row[2]
@@ -37,7 +45,7 @@ if redis.call('ZCARD', laneKey) == 1 then
   redis.call('RPUSH', ringKey, row[2])
   redis.call('HSET', waitingKey, row[2], redis.call('HGET', statsKey, 'claimed') or 0)
 end
-redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0)
+redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0, 'retried_by', request)
 redis.call('HDEL', jobKey, 'finished')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'resurrected', 1)

@@ -105,7 +105,8 @@ if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
       local jobId, finished = old[i], tonumber(old[i + 1])
       local jobKey = prefix .. 'job:' .. jobId
       redis.call('ZREM', setKey, jobId)
-      redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
+      redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
+        'retried_by')
       redis.call('HSET', jobKey, 'trimmed', now)
       redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
       trimmed = trimmed + 1

@@ -1,0 +1,114 @@
+"""Dead letters: retry one, or retry every dead job once from a snapshot of the dead set.
+
+Guarantees provided here:
+
+* **Only a dead job moves.** :func:`retry_dead` is one script: a dead row goes back to its lane (at its
+  mint position) with a fresh budget of tries, its attempts token still counting up, so no claim from
+  before its death can finish it. Anything else (queued, active, done, a trimmed tombstone) is left
+  alone and answered ``False``.
+* **A lost reply tells the truth.** Every call carries a request id that the row keeps when it moves.
+  A call retried after its reply was lost (redis-py retries on a broken connection) finds its own id
+  and answers ``True`` without moving the job again, even if a worker has dead-lettered it since.
+* **``retry_all_dead`` retries each dead job once.** It reads the ids of the dead set once (ZSCAN, so a
+  large set is read in steps and Redis is never blocked by one huge reply), then retries them in
+  batches under one request id. A job that a worker dead-letters again while the run goes on is not
+  retried again by it (it is not re-read, and the script refuses a second move under the same id), and
+  the report names exactly the jobs this run moved.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from echomq import ids
+from echomq._validate import check_int
+from echomq.errors import translate_redis_errors
+from echomq.jobs import _code, run_each
+from echomq.keyspace import JOB_BRAND
+
+if TYPE_CHECKING:
+    from echomq.bus import Bus
+
+DEFAULT_BATCH = 500  # retries per round trip in retry_all_dead
+_MOVED = (1, 2)  # moved now, or by this very request before (a retried call)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadRetry:
+    """What one :func:`retry_all_dead` run did: the dead ids it read, and those it moved to lanes."""
+
+    listed: int  # ids in the snapshot of the dead set
+    moved: tuple[str, ...]  # the jobs this run returned to their lanes, oldest death first
+
+
+def new_request() -> str:
+    """A fresh request id for the retry_dead calls of one request."""
+    return secrets.token_hex(12)
+
+
+def retry_dead_call(bus: Bus, job: str, request: str) -> tuple[list[str], list[Any]]:
+    """Keys and args of one retry_dead.lua call, every input checked."""
+    keys = bus.keys
+    job_key = keys.job(job)
+    return (
+        [job_key, keys.dead, keys.ring, keys.wake, keys.stats, keys.waiting],
+        [job, keys.prefix, bus.settings.wake_cap, request],
+    )
+
+
+async def retry_dead(bus: Bus, job: str) -> bool:
+    """Return a dead job to its lane with a fresh budget of tries; False if it is not dead.
+
+    A lost reply, retried, answers ``True`` (this call moved it); see the module doc."""
+    keys, args = retry_dead_call(bus, job, new_request())
+    with translate_redis_errors():
+        reply = await bus.scripts.run("retry_dead", keys, args)
+    return _code("retry_dead", reply, job) in _MOVED
+
+
+async def retry_dead_many(bus: Bus, jobs: Sequence[str], request: str) -> list[bool]:
+    """:func:`retry_dead` for each of ``jobs`` in one round trip, under ``request``; a job with no row
+    (its tombstone expired) is ``False`` here rather than an error."""
+    calls = [retry_dead_call(bus, job, request) for job in jobs]
+    if not calls:
+        return []
+    with translate_redis_errors():
+        if bus.is_cluster:
+            replies = await run_each(bus, "retry_dead", calls)
+        else:
+            pipe = bus.redis.pipeline(transaction=False)
+            for keys, args in calls:
+                await bus.scripts.run("retry_dead", keys, args, client=pipe)
+            replies = await pipe.execute()
+    return [int(reply[0]) in _MOVED for reply in replies]
+
+
+async def dead_snapshot(bus: Bus) -> list[str]:
+    """The ids in the dead set, read once (ZSCAN), oldest death first; an entry that is not a JOB id
+    (a foreign write) is left out."""
+    seen: dict[str, float] = {}
+    with translate_redis_errors():
+        async for raw, score in bus.redis.zscan_iter(bus.keys.dead, count=1000):
+            job = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if ids.is_valid(job, JOB_BRAND):
+                seen[job] = score
+    return sorted(seen, key=lambda job: (seen[job], job))
+
+
+async def retry_all_dead(bus: Bus, *, batch: int = DEFAULT_BATCH) -> DeadRetry:
+    """Retry every job of a snapshot of the dead set once, ``batch`` per round trip; see the module doc.
+
+    A lost reply inside a batch, retried, is answered truthfully (the request id); a run cut short
+    (Redis gone) has moved some jobs and raised: run it again, it retries only what is still dead."""
+    check_int("batch", batch, 1, 10_000)
+    request = new_request()
+    snapshot = await dead_snapshot(bus)
+    moved: list[str] = []
+    for start in range(0, len(snapshot), batch):
+        chunk = snapshot[start : start + batch]
+        flags = await retry_dead_many(bus, chunk, request)
+        moved.extend(job for job, flag in zip(chunk, flags, strict=True) if flag)
+    return DeadRetry(listed=len(snapshot), moved=tuple(moved))
