@@ -188,6 +188,26 @@ async def test_a_claim_that_leaves_jobs_behind_passes_a_wake_token_on(bus, probe
     probe.check()
 
 
+async def test_the_claim_of_a_promoted_job_records_how_late_it_started(bus, probe):
+    """A job promoted from delayed keeps its due time until its next claim, which records the ms from
+    that due time to the claim (server clock) as 'late'; a later claim (a redelivery) leaves it alone."""
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"", delay_ms=60_000)
+    due = probe.now_ms() - 250
+    probe.client.zadd(bus.keys.delayed, {job: due}, xx=True)  # simulates its delay passing 250 ms ago
+    assert (await bus.sweep()).promoted == 1
+    assert probe.field(job, "due") == str(due)
+    await bus.claim()
+    row = probe.row(job)
+    assert "due" not in row
+    assert int(row["late"]) == int(row["claimed_at"]) - due >= 250
+    probe.expire(job)  # simulates the lease running out: the job is redelivered
+    assert (await bus.sweep()).reclaimed == 1
+    await bus.claim()
+    assert probe.row(job)["late"] == row["late"]
+    probe.check()
+
+
 async def test_claim_skips_and_removes_an_empty_lane_left_in_the_ring(bus, probe):
     """A lane name in the ring with no jobs (a foreign write) is dropped, and the claim goes on."""
     jobs = await _fill(bus, {"A": 1})

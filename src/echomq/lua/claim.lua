@@ -9,6 +9,10 @@
   it). A job is in exactly one location before and after the script, so a crash at any point leaves
   it recoverable by the stalled sweep.
 
+  Punctuality: a row promoted from delayed carries its due time ('due', ms, set by the sweep); its next
+  claim replaces it with 'late', the ms from that due time to this claim (server clock), so the
+  lateness of delayed jobs and retries can be read from their rows.
+
   Wake-ups: a claim that leaves the ring empty deletes the wake tokens (nothing is left to wake for); one
   that leaves jobs behind (a full batch) pushes a token when the list is empty, so the wake-up passes
   on to the next idle worker instead of stopping at this one.
@@ -67,8 +71,12 @@ while n < count do
     local jobKey = prefix .. 'job:' .. jobId
     local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
     local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
-    local row = redis.call('HMGET', jobKey, 'payload', 'max')
+    local row = redis.call('HMGET', jobKey, 'payload', 'max', 'due')
     redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner)
+    if row[3] then  -- the first claim since its promotion from delayed: how late it starts
+      redis.call('HSET', jobKey, 'late', now - tonumber(row[3]))
+      redis.call('HDEL', jobKey, 'due')
+    end
     redis.call('ZADD', activeKey, deadline, jobId)
     local lag = serial - since  -- claims served before this one since the lane waits
     serial = serial + 1

@@ -13,6 +13,9 @@
   Steps 2 and 3 run only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N
   workers on one bus reclaim about once per period, not N times.
 
+  Punctuality: a promoted row keeps its due time ('due', ms); the claim that starts it turns that
+  into 'late' (ms from the due time to that claim, server clock), which the conformance report reads.
+
   Wake-ups: one token per job moved to a lane (promoted or reclaimed), up to the wake cap, so as many
   idle workers wake as the moved jobs can use (a worker woken for nothing claims nothing, and that
   empty claim clears the list).
@@ -69,12 +72,15 @@ end
 
 local promoted, reclaimed, dead, trimmed, swept = 0, 0, 0, 0, 0
 
-for _, jobId in ipairs(redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, limit)) do
+local due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+for i = 1, #due, 2 do
+  local jobId = due[i]
   local jobKey = prefix .. 'job:' .. jobId
   local row = redis.call('HMGET', jobKey, 'lane', 'priority')
   redis.call('ZREM', delayedKey, jobId)
   if row[1] then
     toLane(jobId, jobKey, row[1], row[2])
+    redis.call('HSET', jobKey, 'due', due[i + 1])  -- the claim that starts it records its lateness
     promoted = promoted + 1
   end
 end
@@ -106,7 +112,7 @@ if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
       local jobKey = prefix .. 'job:' .. jobId
       redis.call('ZREM', setKey, jobId)
       redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
-        'retried_by')
+        'retried_by', 'late')
       redis.call('HSET', jobKey, 'trimmed', now)
       redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
       trimmed = trimmed + 1
