@@ -134,12 +134,15 @@ async def test_retry_dead_many_answers_per_job(bus, probe):
 
 
 async def test_retry_all_dead_moves_a_snapshot_once_and_reports_what_moved(bus, probe):
-    """retry_all_dead retries every dead job once, oldest death first, in batches, and reports them."""
+    """retry_all_dead retries every dead job once, oldest death first, in batches, reports them, and
+    leaves a wake token for each job it moved (as many idle workers wake)."""
     jobs = [(await _dead(bus, probe, lane=f"L{i}", max_attempts=1))[0] for i in range(5)]
     probe.client.zadd(bus.keys.dead, {"not-a-job-id": 0})  # a foreign entry is not retried
+    probe.client.delete(bus.keys.wake)
     report = await bus.retry_all_dead(batch=2)
     assert report == dead.DeadRetry(listed=5, moved=tuple(jobs))
     assert probe.counters()["resurrected"] == 5
+    assert probe.wake_tokens() == 5
     probe.client.zrem(bus.keys.dead, "not-a-job-id")
     assert set(probe.check().values()) == {"queued"}
     assert await bus.retry_all_dead() == dead.DeadRetry(listed=0, moved=())

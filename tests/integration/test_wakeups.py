@@ -127,28 +127,57 @@ def _sweeps(caplog, reason):
     )
 
 
+PERIOD_S = 6.0  # the worker's sweep period in the punctuality tests: long next to the delays
+
+
+async def _after_a_timed_sweep(caplog, worker, schedule, started):
+    """Run ``worker``; ``schedule()`` at 1.5 s before its second timed sweep sets up a job due between
+    that sweep and the third; return (timed sweeps seen at ``schedule``, those seen when it started)."""
+    caplog.set_level(logging.DEBUG, logger="echomq.worker")
+    async with running(worker):
+        await eventually(lambda: _sweeps(caplog, "timer") == 1, 20, "the first sweep, at start")
+        first_at = time.monotonic()
+        await asyncio.sleep(max(0.0, first_at + PERIOD_S - 1.5 - time.monotonic()))
+        await schedule()
+        heard = _sweeps(caplog, "timer")
+        await eventually(lambda: bool(started), 3 * PERIOD_S, "the job started")
+    assert heard == 1, "the test scheduled the job too late to see a timed sweep before its due time"
+    return started[0]
+
+
 @pytest.mark.slow
 async def test_a_delayed_job_starts_at_its_due_time_not_at_the_next_sweep(bus, caplog):
     """A delayed job that an idle worker heard of, due after one of its timed sweeps and well before the
     next, starts with no further timed sweep: the sweep's next due time wakes the worker for it."""
-    period = 6.0
     started: list[int] = []
 
     async def handler(job):
         started.append(_sweeps(caplog, "timer"))
 
-    caplog.set_level(logging.DEBUG, logger="echomq.worker")
-    worker = Worker(bus, handler, sweep_every_s=period)
-    async with running(worker):
-        await eventually(lambda: _sweeps(caplog, "timer") == 1, 20, "the first sweep, at start")
-        first_at = time.monotonic()
-        # Enqueue 2.5 s before the second timed sweep, due 1.5 s after it (4.5 s before the third).
-        await asyncio.sleep(max(0.0, first_at + period - 2.5 - time.monotonic()))
-        job = ids.mint("JOB")
-        await bus.enqueue(job, lane="L", payload=b"later", delay_ms=4000)
-        heard = _sweeps(caplog, "timer")
-        await eventually(lambda: state_is(bus, job, "done"), 3 * period, "the delayed job done")
-    assert heard == 1, "the test enqueued too late to see a timed sweep before the due time"
-    # One timed sweep came between the enqueue and the due time (that is the sweep whose reply the
-    # worker must not forget), and the job ran before the next one.
-    assert started == [2]
+    async def schedule():  # due 1.5 s after the second timed sweep, 4.5 s before the third
+        await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"later", delay_ms=3000)
+
+    worker = Worker(bus, handler, sweep_every_s=PERIOD_S)
+    # One timed sweep came between the enqueue and the due time (the sweep whose reply the worker must
+    # not forget), and the job started before the next one.
+    assert await _after_a_timed_sweep(caplog, worker, schedule, started) == 2
+
+
+@pytest.mark.slow
+async def test_a_retry_starts_at_the_end_of_its_backoff_not_at_the_next_sweep(redis_server, tag, caplog):
+    """A failed job's retry, due (backoff 2 to 4 s) after one of the worker's timed sweeps and before the
+    next, starts with no further timed sweep."""
+    started: list[int] = []
+
+    async def handler(job):
+        if job.attempt == 1:
+            raise RuntimeError("try again")
+        started.append(_sweeps(caplog, "timer"))
+
+    async with Bus.from_url(redis_server.url, tag=tag, settings=Settings(backoff_base_ms=4000)) as bus:
+
+        async def schedule():  # runs and fails at once; its retry is due 0.5 to 2.5 s after the sweep
+            await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"flaky")
+
+        worker = Worker(bus, handler, sweep_every_s=PERIOD_S)
+        assert await _after_a_timed_sweep(caplog, worker, schedule, started) == 2
