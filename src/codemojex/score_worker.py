@@ -35,6 +35,7 @@ from codemojex.keys import guess_of
 from codemojex.payload import GuessJob, decode_payload
 from codemojex.rounds import keyboard_of
 from echomq import Claim, Finish, Job, Permanent
+from echomq.scripts import finish_args
 
 log = logging.getLogger("codemojex.score_worker")
 
@@ -76,6 +77,7 @@ def score_call(
             len(feedback.marks),
             1 if finish else 0,
             game.settings.events_cap,
+            *finish_args(game.bus),
         ],
     )
 

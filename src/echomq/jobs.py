@@ -45,6 +45,7 @@ from echomq.errors import (
     translate_redis_errors,
 )
 from echomq.keyspace import JOB_BRAND, check_lane
+from echomq.scripts import finish_args
 from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
 
 if TYPE_CHECKING:
@@ -227,7 +228,10 @@ def complete_call(bus: Bus, claim: Claim, result: bytes) -> tuple[list[str], lis
     check_claim(claim)
     data = _check_bytes("result", result, bus.settings.max_payload)
     keys = bus.keys
-    return [keys.job(claim.job), keys.active, keys.done, keys.stats], [claim.job, claim.token, data]
+    return (
+        [keys.job(claim.job), keys.active, keys.done, keys.stats],
+        [claim.job, claim.token, data, *finish_args(bus)],
+    )
 
 
 def finish_outcome(claim: Claim, reply: Any) -> Finish:
@@ -283,7 +287,18 @@ async def fail(
                 keys.stats,
                 keys.waiting,
             ],
-            [claim.job, claim.token, error[:4096], delay, int(retryable), claim.lane, bus.settings.wake_cap],
+            [
+                claim.job,
+                claim.token,
+                error[:4096],
+                delay,
+                int(retryable),
+                claim.lane,
+                bus.settings.wake_cap,
+                keys.prefix,
+                bus.settings.dead_ttl_ms,
+                bus.settings.dedup_window_ms,
+            ],
         )
     code = _code("fail", reply, claim.job)
     return {1: Failure.RETRYING, 2: Failure.DEAD}.get(code, Failure.STALE)

@@ -17,7 +17,14 @@ helpers that take keys and values as parameters and never read ``KEYS`` or ``ARG
 * ``admit``: ``admission_of(jobKey, statsKey, lane, digest)`` (the reply for an id that has a row, or
   nil) and ``admit_new(...)`` (write a new row on its lane), the two halves of ``enqueue.lua``;
 * ``finish``: ``fence(jobKey, statsKey, token)`` (nil when the job is active under ``token``, else the
-  refusal reply) and ``complete_job(...)`` (active -> done), the two halves of ``complete.lua``.
+  refusal reply) and ``complete_job(..., prefix, resultTtl, dedupWindow)`` (active -> done, after
+  trimming a few expired done rows), the two halves of ``complete.lua``; it includes ``trim``;
+* ``trim``: ``trim_expired(setKey, statsKey, prefix, now, ttl, window, count)``, the retention rule of
+  finished rows (done and dead), and ``TRIM_PER_FINISH``, what each finish trims.
+
+A script that calls ``complete_job`` passes the bus prefix, result ttl and dedup window (in ms) that
+:func:`finish_args` gives, in that order, so trimming is amortised with the work on every path that
+finishes a job (see ``includes/trim.lua``).
 
 They are EchoMQ's public Lua API for an application whose script does its effect and the fenced
 completion in one step (codemojex's score script does), so no window exists between the two. One
@@ -34,13 +41,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.commands.core import AsyncScript, Script
+
+if TYPE_CHECKING:
+    from echomq.bus import Bus
 
 KEY_COUNTS: dict[str, int] = {
     "enqueue": 7,
@@ -63,13 +73,20 @@ def _read(package: str, *parts: str) -> str:
 
 
 def include(name: str) -> str:
-    """The text of ``echomq/lua/includes/<name>.lua``."""
+    """The text of ``echomq/lua/includes/<name>.lua``, its own includes expanded."""
     if not re.fullmatch(r"[a-z_]+", name):
         raise KeyError(f"no include named {name!r}")
     try:
-        return _read("echomq", "includes", f"{name}.lua")
+        text = _read("echomq", "includes", f"{name}.lua")
     except FileNotFoundError:
         raise KeyError(f"no include named {name!r}") from None
+    return _expand(text)
+
+
+def _expand(text: str) -> str:
+    """``text`` with each ``-- @include`` line replaced by that include (an include may include another;
+    none includes itself, directly or not, so this ends)."""
+    return _INCLUDE.sub(lambda match: include(match.group(1)).rstrip("\n"), text)
 
 
 @dataclass(frozen=True)
@@ -83,8 +100,7 @@ class Library:
         """The text of ``lua/<name>.lua`` with its includes expanded."""
         if name not in self.counts:
             raise KeyError(f"no script named {name!r} in {self.package}")
-        text = _read(self.package, f"{name}.lua")
-        return _INCLUDE.sub(lambda match: include(match.group(1)).rstrip("\n"), text)
+        return _expand(_read(self.package, f"{name}.lua"))
 
 
 ECHOMQ = Library("echomq", KEY_COUNTS)
@@ -93,6 +109,12 @@ ECHOMQ = Library("echomq", KEY_COUNTS)
 def source(name: str) -> str:
     """The text of EchoMQ's ``lua/<name>.lua``, includes expanded."""
     return ECHOMQ.source(name)
+
+
+def finish_args(bus: Bus) -> list[Any]:
+    """What a script that calls the finish include's ``complete_job`` passes it after its own arguments,
+    in this order: the bus prefix, the result ttl and the dedup window (ms), from ``bus``'s settings."""
+    return [bus.keys.prefix, bus.settings.result_ttl_ms, bus.settings.dedup_window_ms]
 
 
 ScriptT = TypeVar("ScriptT", Script, AsyncScript)

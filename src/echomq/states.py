@@ -87,5 +87,5 @@ COUNTERS: tuple[str, ...] = (
     "revoked",  # extend refused: the lease is no longer the caller's
     "promoted",  # a due delayed job moved to its lane
     "resurrected",  # retry_dead: dead -> lane
-    "trimmed",  # sweep: a finished row reduced to a tombstone
+    "trimmed",  # sweep, complete, or a fail that dead-letters: a finished row reduced to a tombstone
 )

@@ -6,7 +6,8 @@ Redis state must match it exactly, and both queue invariants must hold. Time nev
 leases and delays are long (10 min), and expiry is simulated by moving a score in ``active`` or
 ``delayed`` to 0 (see tests/support/probe.py), which the sweep then treats as past on the server clock.
 
-A second run uses a bus that trims done rows at every sweep, so tombstones meet every other rule.
+A second run uses a bus that keeps done rows for 0 ms, so every sweep and every complete trims them
+(the complete two at most), and tombstones meet every other rule.
 Each example runs on a fresh bus tag; one event loop, owned by the test, runs every Bus call.
 """
 
@@ -59,13 +60,15 @@ class ModelJob:
     tries: int = 0
     expired: bool = False  # active, with its deadline forced into the past
     due: bool = False  # delayed, with its due time forced into the past
-    trimmed: bool = False  # done, and reduced to its tombstone by a sweep
+    trimmed: bool = False  # done, and reduced to its tombstone by a sweep or a later complete
+    finished: int = 0  # done: its finish time (server ms, read from the row: the model has no clock)
 
 
 class Model:
     """The queue as the design describes it, with no Redis and no clock.
 
-    With ``trim``, the bus keeps done rows for 0 ms, so every sweep trims them to tombstones.
+    With ``trim``, the bus keeps done rows for 0 ms, so every sweep trims them to tombstones, and every
+    complete first trims the two oldest (by finish time, then id) of the done rows before its own.
     """
 
     def __init__(self, trim: bool) -> None:
@@ -124,12 +127,17 @@ class Model:
             out.append(job)
         return out
 
-    def complete(self, claim: Claim) -> Finish:
+    def complete(self, claim: Claim, finished: int = 0) -> Finish:
         if not self.is_current(claim):
             self.counters["stale"] += 1
             return Finish.STALE
         assert claim.job not in self.completed, "the model would finish a job twice"
+        if self.trim:
+            for job in sorted(self.untrimmed_done(), key=lambda j: (j.finished, j.id))[:2]:
+                job.trimmed = True
+                self.counters["trimmed"] += 1
         self.jobs[claim.job].state = "done"
+        self.jobs[claim.job].finished = finished
         self.completed.add(claim.job)
         self.counters["completed"] += 1
         return Finish.DONE
@@ -195,7 +203,7 @@ class Model:
             else:
                 self.to_lane(job)
                 reclaimed += 1
-        trimmed = [j for j in self.jobs.values() if self.trim and j.state == "done" and not j.trimmed]
+        trimmed = self.untrimmed_done() if self.trim else []
         for job in trimmed:
             job.trimmed = True
         self.counters["promoted"] += len(promoted)
@@ -203,6 +211,9 @@ class Model:
         self.counters["dead"] += dead
         self.counters["trimmed"] += len(trimmed)
         return len(promoted), reclaimed, dead, len(trimmed)
+
+    def untrimmed_done(self) -> list[ModelJob]:
+        return [j for j in self.jobs.values() if j.state == "done" and not j.trimmed]
 
     def sweep_has_work(self) -> bool:
         return any(
@@ -338,7 +349,9 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def complete_current(self, data: st.DataObject) -> None:
         claim = data.draw(st.sampled_from(self.current()))
-        assert self.run(self.bus.complete(claim, b"result")) is self.model.complete(claim) is Finish.DONE
+        outcome = self.run(self.bus.complete(claim, b"result"))
+        finished = int(self.probe.field(claim.job, "finished") or 0)
+        assert outcome is self.model.complete(claim, finished) is Finish.DONE
 
     @precondition(lambda self: self.stale())
     @rule(data=st.data())

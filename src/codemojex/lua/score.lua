@@ -43,6 +43,10 @@
     ARGV[10] length of the code (hits == length solves)
     ARGV[11] 1: complete the job too (always, but for the fault hook that splits effect and ack); 0: not
     ARGV[12] events kept in the stream, about
+    ARGV[13] bus prefix, e.g. 'emq:{cm}:' (ARGV[13..15]: echomq.scripts.finish_args, for complete_job,
+             which trims a few expired done rows as it completes: see echomq's includes/trim.lua)
+    ARGV[14] result ttl (ms): how long a done row is kept whole
+    ARGV[15] dedup window (ms): how long after its finish a tombstone absorbs duplicates
 
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
@@ -59,6 +63,7 @@ local refundsKey, chargesKey, walletKey, ledgerKey = KEYS[12], KEYS[13], KEYS[14
 local jobId, token, guessId, roundId, playerId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local guess, code, hits, nears, length = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local finish, eventsCap = ARGV[11], tonumber(ARGV[12])
+local prefix, resultTtl, dedupWindow = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15])
 
 -- @include "finish"
 
@@ -151,7 +156,7 @@ if redis.call('EXISTS', guessKey) == 0 then
 end
 
 if finish == '1' then
-  complete_job(jobKey, activeKey, doneKey, statsKey, jobId, guessId .. ' ' .. code)
+  complete_job(jobKey, activeKey, doneKey, statsKey, jobId, guessId .. ' ' .. code, prefix, resultTtl, dedupWindow)
   return {1, wrote}
 end
 return {2, wrote}

@@ -6,6 +6,11 @@
   back to its lane at once (delay 0) or to delayed until now + delay (the caller computes the
   exponential backoff with jitter). A stale token changes nothing.
 
+  Retention, amortised with the work: a fail that dead-letters first trims up to two dead rows that
+  were dead-lettered the dead ttl (ARGV[9]) or more ago to their tombstones (see includes/trim.lua), so
+  dead holds the rows within the dead ttl and hardly any more, however fast jobs die. Trimmed rows'
+  keys are built from ARGV[8] (the bus prefix, whose hash tag puts them in the slot).
+
   Input:
     KEYS[1] job     (hash)  the row
     KEYS[2] active  (zset)  claimed ids by lease deadline
@@ -24,6 +29,9 @@
     ARGV[5] retryable (1 or 0)
     ARGV[6] lane name of the claim
     ARGV[7] wake cap
+    ARGV[8] bus prefix, e.g. 'emq:{cm}:'
+    ARGV[9] dead ttl (ms): how long a dead row is kept whole for inspection and retry
+    ARGV[10] dedup window (ms): how long after its finish a tombstone absorbs duplicates
 
   Output:
     { 1, state }   retrying; state is 'queued' or 'delayed'
@@ -36,6 +44,9 @@ local jobKey, activeKey, delayedKey, deadKey, laneKey, ringKey, wakeKey, statsKe
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local jobId, token, err = ARGV[1], ARGV[2], ARGV[3]
 local delayMs, retryable, lane, wakeCap = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
+local prefix, deadTtl, dedupWindow = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+
+-- @include "trim"
 
 local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'tries', 'max', 'priority', 'lane')
 if not row[1] then return {-1, ''} end
@@ -51,6 +62,7 @@ redis.call('ZREM', activeKey, jobId)
 redis.call('HDEL', jobKey, 'deadline')
 
 if (not retryable) or tonumber(row[3]) >= tonumber(row[4]) then
+  trim_expired(deadKey, statsKey, prefix, now, deadTtl, dedupWindow, TRIM_PER_FINISH)
   redis.call('ZADD', deadKey, now, jobId)
   redis.call('HSET', jobKey, 'state', 'dead', 'finished', now, 'error', err)
   redis.call('HINCRBY', statsKey, 'dead', 1)

@@ -6,12 +6,14 @@
     1. promote: delayed jobs whose due time has passed go to their lane (always done);
     2. reclaim: active jobs whose lease deadline (server clock) has passed go back to their lane at
        their mint position, or to dead when their tries reached max attempts;
-    3. trim: done rows finished more than the result ttl ago, and dead rows dead-lettered more than
-       the dead ttl ago, keep only a tombstone (state, lane, digest, attempts) that expires one dedup
+    3. trim: done rows finished the result ttl or more ago, and dead rows dead-lettered the dead ttl
+       or more ago, keep only a tombstone (state, lane, digest, attempts) that expires one dedup
        window after the finish, so late duplicates are still absorbed (a tombstone already past its
-       window is deleted at once).
-  Steps 2 and 3 run only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N
-  workers on one bus reclaim about once per period, not N times.
+       window is deleted at once); the rule is includes/trim.lua's (always done).
+  Step 2 runs only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N workers on
+  one bus reclaim about once per period, not N times. Step 3 is not behind the lock: every finish trims
+  a few expired rows itself (complete, score, fail's dead path), which keeps up with any throughput, and
+  each sweep takes up to ARGV[2] more of each set, which catches up after a burst or on an idle bus.
 
   Punctuality: a promoted row keeps its due time ('due', ms); the claim that starts it turns that
   into 'late' (ms from the due time to that claim, server clock), which the conformance report reads.
@@ -45,7 +47,7 @@
   Output:
     { promoted, reclaimed, dead, trimmed, next_due, swept, now }
       next_due  due time (ms) of the earliest delayed job left, or -1
-      swept     1 when steps 2 and 3 ran, 0 when another process holds the lock
+      swept     1 when step 2 ran, 0 when another process holds the lock
       now       server time (ms) the sweep ran at, to place next_due on the caller's own clock
 ]]
 local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockKey, waitingKey =
@@ -53,6 +55,8 @@ local activeKey, delayedKey, doneKey, deadKey, ringKey, wakeKey, statsKey, lockK
 local prefix, limit, lockMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local resultTtl, dedupWindow, wakeCap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local deadTtl = tonumber(ARGV[7])
+
+-- @include "trim"
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -104,26 +108,14 @@ if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
       end
     end
   end
-  for _, set in ipairs({{doneKey, resultTtl}, {deadKey, deadTtl}}) do
-    local setKey, ttl = set[1], set[2]
-    local old = redis.call('ZRANGEBYSCORE', setKey, '-inf', now - ttl, 'WITHSCORES', 'LIMIT', 0, limit)
-    for i = 1, #old, 2 do
-      local jobId, finished = old[i], tonumber(old[i + 1])
-      local jobKey = prefix .. 'job:' .. jobId
-      redis.call('ZREM', setKey, jobId)
-      redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
-        'retried_by', 'late')
-      redis.call('HSET', jobKey, 'trimmed', now)
-      redis.call('PEXPIREAT', jobKey, finished + dedupWindow)
-      trimmed = trimmed + 1
-    end
-  end
 end
+
+trimmed = trim_expired(doneKey, statsKey, prefix, now, resultTtl, dedupWindow, limit)
+  + trim_expired(deadKey, statsKey, prefix, now, deadTtl, dedupWindow, limit)
 
 if promoted > 0 then redis.call('HINCRBY', statsKey, 'promoted', promoted) end
 if reclaimed > 0 then redis.call('HINCRBY', statsKey, 'reclaimed', reclaimed) end
 if dead > 0 then redis.call('HINCRBY', statsKey, 'dead', dead) end
-if trimmed > 0 then redis.call('HINCRBY', statsKey, 'trimmed', trimmed) end
 local tokens = math.min(queued, wakeCap - redis.call('LLEN', wakeKey))
 for _ = 1, tokens do redis.call('LPUSH', wakeKey, '1') end
 

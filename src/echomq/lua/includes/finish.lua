@@ -1,4 +1,5 @@
 -- include "finish": the two halves of the fenced completion (see complete.lua for the contract).
+-- @include "trim"
 
 -- nil when the job is active under `token` (the caller owns it); else the refusal reply:
 -- {-1, ''} no row; { 0, state } stale (not active, or active under a newer token), counted as 'stale'.
@@ -12,10 +13,14 @@ local function fence(jobKey, statsKey, token)
   return nil
 end
 
--- Move a fenced job active -> done with its result.
-local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result)
+-- Move a fenced job active -> done with its result. First trims up to TRIM_PER_FINISH done rows
+-- finished `resultTtl` ms or more ago to tombstones that expire `dedupWindow` ms after their finish
+-- (the "trim" include), so done never grows past the rows that are still within the result ttl.
+-- `prefix` is the bus prefix (e.g. 'emq:{cm}:') the trimmed rows' keys are built from.
+local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result, prefix, resultTtl, dedupWindow)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  trim_expired(doneKey, statsKey, prefix, now, resultTtl, dedupWindow, TRIM_PER_FINISH)
   redis.call('ZREM', activeKey, jobId)
   redis.call('ZADD', doneKey, now, jobId)
   redis.call('HSET', jobKey, 'state', 'done', 'finished', now, 'result', result)

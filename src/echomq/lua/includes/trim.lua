@@ -1,0 +1,41 @@
+-- include "trim": retention of finished rows, amortised with the work that finishes them.
+--
+-- A finished row (in done or dead) is kept whole for its set's ttl (result ttl, dead ttl), then trimmed:
+-- it leaves the set and keeps only its tombstone (state, lane, digest, attempts, tries, max, created,
+-- finished, and 'trimmed' = the time of the trim), which expires one dedup window after its finish (at
+-- once when that is already past), so a late duplicate of the id is still answered duplicate/conflict.
+--
+-- Who trims: every script that adds a row to done or dead first trims up to TRIM_PER_FINISH expired rows
+-- of that set (complete_job of the "finish" include, fail.lua's dead path), and every sweep trims up to
+-- its limit of each set, lock or no lock. Each finish adds one row and trims up to two, so trimming
+-- outpaces finishing at any throughput: the rows past their ttl never pile up beyond what expired since
+-- the last finish (the sweep takes those when the bus goes idle), and memory stays flat.
+
+-- Expired rows a finish trims from its set: more than the one row it adds.
+local TRIM_PER_FINISH = 2
+
+-- Trim up to `count` rows of `setKey` (done or dead) whose finish time is `ttl` ms or more before
+-- `now` (ms), oldest first (ties by id); job keys are built from `prefix`. Counts 'trimmed' in
+-- `statsKey` and returns how many rows left the set. O(log n + count).
+-- A trim never fails the script it rides in: a row whose key this node does not serve (its slot being
+-- migrated on a cluster) is touched by redis.pcall before any write to it, and stops the trim there.
+-- An id whose row is gone leaves the set and writes nothing.
+local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
+  local old = redis.call('ZRANGEBYSCORE', setKey, '-inf', now - ttl, 'WITHSCORES', 'LIMIT', 0, count)
+  local trimmed = 0
+  for i = 1, #old, 2 do
+    local jobId, finished = old[i], tonumber(old[i + 1])
+    local jobKey = prefix .. 'job:' .. jobId
+    local exists = redis.pcall('EXISTS', jobKey)
+    if type(exists) ~= 'number' then break end
+    redis.call('ZREM', setKey, jobId)
+    if exists == 1 then
+      redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
+      redis.call('HSET', jobKey, 'trimmed', now)
+      redis.call('PEXPIREAT', jobKey, finished + window)
+    end
+    trimmed = trimmed + 1
+  end
+  if trimmed > 0 then redis.call('HINCRBY', statsKey, 'trimmed', trimmed) end
+  return trimmed
+end
