@@ -1,0 +1,228 @@
+"""Retention of finished rows, amortised with the work (includes/trim.lua, run by complete.lua, fail.lua
+and sweep.lua): however fast jobs finish, the done and dead sets hold the rows within their ttl and
+hardly any more, and every trimmed row is a tombstone that still absorbs duplicates.
+
+The rows' ttls are real (0 ms, or a short one): nothing here moves a score to simulate time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from echomq import Admission, Bus, Failure, Finish, NewJob, Settings, Worker, ids
+from tests.support.probe import Probe
+from tests.support.workers import eventually, running
+
+WINDOW_MS = 600_000  # the dedup window of these tests: tombstones outlive every test
+
+
+@pytest.fixture
+async def bus_with(redis_server, sync_redis, tag):
+    """A factory of buses on the test's one tag with the given settings, each watched by a probe (so the
+    invariants are checked after every script they run)."""
+    made = []
+
+    def make(watch=True, **settings):
+        bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(**settings))
+        probe = Probe(sync_redis, bus.keys)
+        if watch:
+            probe.watch(bus)
+        made.append(bus)
+        return bus, probe
+
+    yield make
+    for bus in made:
+        await bus.aclose()
+
+
+async def _finished(bus, count, *, lane="L", dead=False):
+    """``count`` jobs admitted, claimed and completed (or dead-lettered), one after another."""
+    made = []
+    for _ in range(count):
+        job = ids.mint("JOB")
+        await bus.enqueue(job, lane=lane, payload=b"p:" + job.encode())
+        [claim] = await bus.claim()
+        if dead:
+            assert await bus.fail(claim, "boom", retryable=False) is Failure.DEAD
+        else:
+            assert await bus.complete(claim, b"r:" + job.encode()) is Finish.DONE
+        made.append(claim)
+    return made
+
+
+def _assert_tombstone(probe, job, finished):
+    """The row of ``job`` is a tombstone: out of every set, payload and result gone, expiring one dedup
+    window after its finish."""
+    row = probe.row(job)
+    assert "trimmed" in row
+    assert not {"payload", "result", "error", "owner", "priority"} & set(row)
+    assert {"state", "lane", "digest", "attempts", "finished"} <= set(row)
+    assert 0 < probe.client.pttl(probe.keys.job(job)) <= WINDOW_MS
+    assert int(row["finished"]) == finished
+
+
+async def test_each_complete_trims_the_two_oldest_expired_done_rows_first(bus_with):
+    """A complete trims at most two done rows past the result ttl, oldest first, before adding its own:
+    the newer expired rows wait for the next finish, and rows within the ttl are never touched."""
+    keeping, probe = bus_with(dedup_window_ms=WINDOW_MS)  # the default result ttl: 1 h
+    trimming, _ = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    old = await _finished(keeping, 5)
+    assert len(probe.members("done")) == 5  # within the 1 h ttl: a complete trims none of them
+    finished = probe.members("done")
+    oldest = sorted(finished, key=lambda job: (finished[job], job))
+
+    [newest] = await _finished(trimming, 1)
+    done = probe.members("done")
+    assert sorted(done) == sorted([*oldest[2:], newest.job])
+    for job in oldest[:2]:
+        _assert_tombstone(probe, job, int(finished[job]))
+    assert probe.counters()["trimmed"] == 2
+    assert probe.row(newest.job)["result"] == b"r:" + newest.job.encode()  # its own row stays whole
+
+    await _finished(trimming, 1)
+    assert len(probe.members("done")) == 3  # two more trimmed, one added
+    assert probe.counters()["trimmed"] == 4
+    assert {c.job for c in old} - set(probe.members("done")) == {c.job for c in old[:4]}
+
+
+async def test_a_tombstone_trimmed_by_a_complete_still_answers_duplicate_and_conflict(bus_with):
+    """Rows trimmed on the finish path keep tombstone semantics: within the dedup window the same id is
+    DUPLICATE (same lane and payload) or CONFLICT (other), nothing changes, and its old claim is STALE."""
+    bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    first, second, third = await _finished(bus, 3)
+    assert set(probe.members("done")) == {third.job}
+    for claim in (first, second):
+        assert (await bus.inspect(claim.job)).trimmed is True
+    probe.check()
+    before = probe.snapshot()
+    for claim in (first, second):
+        payload = b"p:" + claim.job.encode()
+        assert await bus.enqueue(claim.job, lane="L", payload=payload) is Admission.DUPLICATE
+        assert await bus.enqueue(claim.job, lane="L", payload=b"other") is Admission.CONFLICT
+        assert await bus.enqueue(claim.job, lane="M", payload=payload) is Admission.CONFLICT
+    probe.assert_unchanged(before, duplicate=2, conflict=4)
+    assert await bus.complete(first) is Finish.STALE
+
+
+async def test_a_zero_dedup_window_makes_a_complete_delete_the_rows_it_trims(bus_with):
+    """With no dedup window the rows a complete trims are gone at once, and their ids are admitted anew."""
+    bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=0)
+    first, second = await _finished(bus, 2)
+    assert probe.check() == {second.job: "done"}
+    assert await bus.enqueue(first.job, lane="L", payload=b"again") is Admission.ADMITTED
+
+
+async def test_a_stale_complete_trims_nothing(bus_with):
+    """A complete refused as stale changes nothing but the stale counter, expired rows included."""
+    bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    [first] = await _finished(bus, 1)
+    before = probe.snapshot()
+    assert await bus.complete(first) is Finish.STALE
+    probe.assert_unchanged(before, stale=1)
+
+
+async def test_dead_rows_are_trimmed_by_later_dead_letters_only_past_the_dead_ttl(bus_with):
+    """A fail that dead-letters trims up to two dead rows past the dead ttl, oldest first: with the
+    default ttl (180 days) they stay whole; past a ttl of 0 they become tombstones retry_dead refuses."""
+    keeping, probe = bus_with(dedup_window_ms=WINDOW_MS)
+    trimming, _ = bus_with(dead_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    old = await _finished(keeping, 3, dead=True)
+    assert sorted(probe.members("dead")) == sorted(c.job for c in old)
+    assert all(probe.row(c.job)["payload"] for c in old)
+    finished = probe.members("dead")
+    oldest = sorted(finished, key=lambda job: (finished[job], job))
+
+    [newest] = await _finished(trimming, 1, dead=True)
+    assert sorted(probe.members("dead")) == sorted([oldest[2], newest.job])
+    for job in oldest[:2]:
+        _assert_tombstone(probe, job, int(finished[job]))
+        assert await trimming.retry_dead(job) is False
+        assert await trimming.enqueue(job, lane="L", payload=b"p:" + job.encode()) is Admission.DUPLICATE
+    assert probe.row(newest.job)["error"] == b"boom"  # its own row stays whole
+    assert probe.counters()["trimmed"] == 2
+    assert await trimming.retry_dead(oldest[2]) is True  # still whole: it was not among the two
+
+
+async def test_a_sweep_trims_even_when_another_process_holds_the_sweep_lock(bus_with):
+    """Trimming is not gated by the sweep lock: a sweep that finds the lock held (swept=False) still trims
+    expired rows, so an idle bus catches up at every worker's sweep, not once per period."""
+    keeping, probe = bus_with(dedup_window_ms=WINDOW_MS)
+    trimming, _ = bus_with(result_ttl_ms=0, dead_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    assert (await trimming.sweep(lock_ms=600_000)).swept is True  # another process's lock, for 10 min
+    done = await _finished(keeping, 3)
+    dead = await _finished(keeping, 2, dead=True)
+    report = await trimming.sweep(lock_ms=600_000)
+    assert (report.swept, report.trimmed) == (False, 5)
+    assert probe.members("done") == {}
+    assert probe.members("dead") == {}
+    assert probe.check() == {c.job: "done" for c in done} | {c.job: "dead" for c in dead}
+    assert (await trimming.sweep(lock_ms=600_000)).trimmed == 0
+
+
+async def test_done_rows_stay_bounded_at_full_speed_with_a_zero_result_ttl(bus_with):
+    """A worker completing 3,000 jobs as fast as it can, with result_ttl 0 and its sweep on the default
+    10 s timer, never lets done hold more than a few rows; every finished row becomes a tombstone."""
+    bus, probe = bus_with(watch=False, result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    total, batch = 3000, 50
+    sizes = []
+    finished_producing = asyncio.Event()
+
+    async def produce():
+        for start in range(0, total, batch):
+            await bus.enqueue_many(
+                [NewJob(ids.mint("JOB"), f"L{(start + i) % 20}", b"p" * 64) for i in range(batch)]
+            )
+            await asyncio.sleep(0.005)  # a steady pace, not one burst
+        finished_producing.set()
+
+    async def sample():
+        while True:
+            sizes.append(await bus.redis.zcard(bus.keys.done))
+            await asyncio.sleep(0.01)
+
+    async with running(Worker(bus, lambda job: b"r" * 64, concurrency=16)):
+        sampler = asyncio.create_task(sample())
+        await produce()
+        await eventually(lambda: probe.counters().get("completed", 0) == total, 120, "all completed")
+        sampler.cancel()
+    sizes.append(await bus.redis.zcard(bus.keys.done))
+    counters = probe.counters()
+    assert len(sizes) >= 10
+    assert max(sizes) <= 50, f"done grew to {max(sizes)} rows past their ttl"
+    assert counters["trimmed"] >= total - sizes[-1] - 1  # the rest became tombstones
+    states = probe.check()
+    assert (len(states), set(states.values())) == (total, {"done"})  # tombstones, or whole in done
+    assert finished_producing.is_set()
+
+
+async def test_rows_past_a_short_result_ttl_stay_bounded_and_none_is_trimmed_early(bus_with):
+    """Completing 3,000 jobs in paced batches of 20 with a 100 ms result ttl and no sweep at all: after
+    every batch the whole rows past their ttl stay few (each complete trims two), and no tombstone was
+    trimmed before its ttl had passed."""
+    ttl = 100
+    bus, probe = bus_with(watch=False, result_ttl_ms=ttl, dedup_window_ms=WINDOW_MS)
+    total, batch = 3000, 20
+    past_ttl = []
+    for start in range(0, total, batch):
+        jobs = [NewJob(ids.mint("JOB"), f"L{(start + i) % 20}", b"p" * 64) for i in range(batch)]
+        await bus.enqueue_many(jobs)
+        claims = await bus.claim(count=batch)
+        outcomes = await asyncio.gather(*(bus.complete(claim, b"r" * 64) for claim in claims))
+        assert outcomes == [Finish.DONE] * batch
+        past_ttl.append(await bus.redis.zcount(bus.keys.done, "-inf", probe.now_ms() - ttl))
+        await asyncio.sleep(0.01)  # at most 20 jobs finish per 10 ms
+    counters = probe.counters()
+    assert counters["completed"] == total
+    assert max(past_ttl) <= 400, f"{max(past_ttl)} whole rows past their ttl"
+    assert counters["trimmed"] >= total - len(probe.members("done"))
+    pipe = probe.client.pipeline(transaction=False)
+    tombstones = 0
+    for key in probe.client.scan_iter(match=f"{bus.keys.prefix}job:*", count=1000):
+        pipe.hmget(key, "finished", "trimmed")
+    for finished, trimmed in pipe.execute():
+        if trimmed is not None:
+            tombstones += 1
+            assert int(trimmed) - int(finished) >= ttl
+    assert tombstones == counters["trimmed"]
