@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from codemojex import guesses, score_worker
+from codemojex import guesses, players, rounds, score_worker
 from codemojex.errors import InvalidPayload
+from codemojex.game import Game, GameSettings
 from codemojex.keys import guess_of
 from codemojex.payload import decode_payload, encode_payload
-from echomq import Finish, Job, Worker, ids
-from tests.support.game import SECRET, text
+from echomq import Admission, Bus, Finish, Job, Settings, Worker, ids
+from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import eventually, running
 
 
@@ -115,3 +116,29 @@ async def test_a_score_worker_keeps_the_rules_of_the_rounds_it_scored(game, the_
     for name in ("a", "b", "c"):
         recent[name] = scorer.rules[the_round.id]
     assert list(recent) == ["b", "c"]
+
+
+async def test_scoring_trims_the_expired_done_rows_of_earlier_guesses(redis_server, tag):
+    """score.lua completes through the finish include, so with result_ttl 0 each scored guess trims the
+    done rows of earlier ones to tombstones: done holds one row, the records stay, duplicates are absorbed."""
+    settings = Settings(result_ttl_ms=0, dedup_window_ms=600_000)
+    game = Game(Bus.from_url(redis_server.url, tag=tag, settings=settings), GameSettings())
+    try:
+        the_round = await rounds.open_round(game, keyboard=list(KEYBOARD), secret=list(SECRET))
+        player = await players.register(game, "Ada")
+        scorer = score_worker.ScoreWorker(game)
+        scored = []
+        for guess in ("🍎🍌🍒🍇🍑🍍", "🍌🍎🍒🍇🍑🍍", text(SECRET)):
+            await guesses.submit(game, the_round.id, player.id, guess)
+            [claim] = await game.bus.claim(1)
+            assert await scorer.handle(Job(claim)) is Finish.DONE
+            scored.append(claim)
+        assert await game.redis.zrange(game.bus.keys.done, 0, -1) == [scored[-1].job.encode()]
+        for claim in scored[:2]:
+            assert (await game.bus.inspect(claim.job)).trimmed is True
+            assert await guesses.get_guess(game, guess_of(claim.job)) is not None
+            duplicate = await game.bus.enqueue(claim.job, lane=claim.lane, payload=claim.payload)
+            assert duplicate is Admission.DUPLICATE
+        assert (await game.bus.stats()).counters["trimmed"] == 2
+    finally:
+        await game.aclose()
