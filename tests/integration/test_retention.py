@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import redis
+from redis.crc import key_slot
 
 from echomq import Admission, Bus, Failure, Finish, NewJob, Settings, Worker, ids
+from echomq.server import RedisClusterProcesses
 from tests.support.probe import Probe
 from tests.support.workers import eventually, running
 
@@ -226,3 +229,41 @@ async def test_rows_past_a_short_result_ttl_stay_bounded_and_none_is_trimmed_ear
             tombstones += 1
             assert int(trimmed) - int(finished) >= ttl
     assert tombstones == counters["trimmed"]
+
+
+async def test_a_complete_still_finishes_while_an_expired_row_is_migrating_on_a_cluster():
+    """On a Redis Cluster whose slot is being migrated key by key, a complete whose trim meets an expired
+    row already moved to the other node stops trimming there and still completes: a trim never fails the
+    finish it rides in (the moved row is trimmed after the migration, on its new node)."""
+    with RedisClusterProcesses(3) as cluster:
+        url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
+        keeping = Bus.from_url(url, tag="trim", cluster=True)
+        trimming = Bus.from_url(url, tag="trim", cluster=True, settings=Settings(result_ttl_ms=0))
+        nodes = [redis.Redis(port=port) for port in cluster.ports]
+        try:
+            [moved] = await _finished(keeping, 1)
+            job = ids.mint("JOB")
+            await trimming.enqueue(job, lane="L", payload=b"p")
+            [claim] = await trimming.claim()
+
+            slot = key_slot(keeping.keys.done.encode())
+            source = next(n for n in nodes if n.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) > 0)
+            target = next(n for n in nodes if n is not source)
+            source_id, target_id = (n.execute_command("CLUSTER", "MYID").decode() for n in (source, target))
+            target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+            source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+            port = target.connection_pool.connection_kwargs["port"]
+            source.execute_command(
+                "MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", keeping.keys.job(moved.job)
+            )
+
+            assert await trimming.complete(claim) is Finish.DONE
+            done = {m.decode() for m in source.zrange(keeping.keys.done, 0, -1)}
+            assert done == {moved.job, job}  # the moved row is left in done, not half-trimmed
+            assert source.hget(keeping.keys.stats, "trimmed") is None
+            assert source.hget(keeping.keys.job(job), "state") == b"done"
+        finally:
+            for node in nodes:
+                node.close()
+            await keeping.aclose()
+            await trimming.aclose()
