@@ -6,10 +6,17 @@ Guarantees provided here:
   of the same id with the same lane and payload is ``Admission.DUPLICATE`` and changes nothing; the same
   id with another lane or payload is ``Admission.CONFLICT`` and changes nothing (it is never silently
   dropped or overwritten). Duplicates are absorbed for the bus's dedup window after the job finished
-  (default 24 h): the row is kept whole for ``result_ttl_ms`` (default 1 h), then the sweep trims it to a
+  (default 24 h): the row is kept whole for ``result_ttl_ms`` (default 1 h), then trimmed to a
   tombstone of a few fields (state, lane, payload digest, attempts) that expires at the window's end.
   After that the same id would be admitted anew. Dead rows are kept whole for ``dead_ttl_ms`` (180
   days) for inspection and :func:`echomq.dead.retry_dead`, then trimmed the same way.
+* **Retention keeps up with any throughput.** Trimming is amortised with the work: each
+  :func:`complete` (and each application script that completes through the ``finish`` include, as
+  codemojex's score does) first trims up to two done rows past the result ttl, oldest first; each
+  :func:`fail` that dead-letters trims up to two dead rows past the dead ttl; every sweep trims up to its
+  limit of each set, whether or not it holds the sweep lock. A finish adds one row and trims up to two,
+  so rows past their ttl never pile up, and memory stays flat at any speed: about the rows finished
+  within one result ttl (whole) plus those finished within one dedup window (tombstones).
 * **Fenced finish.** Every finishing call (:func:`complete`, :func:`fail`, :func:`release`) carries the
   claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
   worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
@@ -224,7 +231,9 @@ def _code(name: str, reply: Any, job: str) -> int:
 
 
 def complete_call(bus: Bus, claim: Claim, result: bytes) -> tuple[list[str], list[Any]]:
-    """Keys and args of one complete.lua call (shared with the worker's batched completions)."""
+    """Keys and args of one complete.lua call (shared with the worker's batched completions): the
+    claim, the result, and :func:`echomq.scripts.finish_args` (the bus prefix, result ttl and dedup
+    window that the trim of expired done rows needs)."""
     check_claim(claim)
     data = _check_bytes("result", result, bus.settings.max_payload)
     keys = bus.keys
@@ -241,7 +250,12 @@ def finish_outcome(claim: Claim, reply: Any) -> Finish:
 
 
 async def complete(bus: Bus, claim: Claim, result: bytes = b"") -> Finish:
-    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's."""
+    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's.
+
+    A DONE complete first trims up to two done rows past the result ttl (see the module doc); a STALE
+    one changes nothing but the ``stale`` counter. Lost reply: the job is done and those rows trimmed;
+    a retry is answered STALE (see the module doc) and trims nothing, so no row is trimmed or counted
+    twice."""
     keys, args = complete_call(bus, claim, result)
     with translate_redis_errors():
         reply = await bus.scripts.run("complete", keys, args)
@@ -264,7 +278,11 @@ async def fail(
     retryable: bool = True,
     delay_ms: int | None = None,
 ) -> Failure:
-    """Record a failed try: retry after ``delay_ms`` (default: backoff), or dead-letter past max attempts."""
+    """Record a failed try: retry after ``delay_ms`` (default: backoff), or dead-letter past max attempts.
+
+    A fail that dead-letters first trims up to two dead rows past the dead ttl (see the module doc).
+    Lost reply: the try is recorded (and those rows trimmed); a retry is answered STALE, since the job
+    is no longer active under this claim's token, and changes nothing but the ``stale`` counter."""
     check_claim(claim)
     if not isinstance(error, str):
         raise InvalidPayload(f"error is a str, got {type(error).__name__}")

@@ -10,14 +10,18 @@ Guarantees provided here:
   that the server clock does not jump: a server clock stepped forward by more than a lease reclaims
   live jobs early (they then run twice; the fenced finish still refuses the loser).
 * **Idempotent, and safe to run anywhere.** Any number of processes may sweep at once; each job moves at
-  most once because each step is a single script. With ``lock_ms`` > 0 the reclaim and trim steps run at
-  most once per period across all callers (promotion of due delayed jobs always runs).
+  most once because each step is a single script. With ``lock_ms`` > 0 the reclaim step runs at most
+  once per period across all callers; promotion of due delayed jobs and trimming always run.
+* **Trimming.** Each sweep trims up to ``limit`` done rows past the result ttl and ``limit`` dead rows
+  past the dead ttl to tombstones (lock or no lock). It is the catch-up path, after a burst or on an
+  idle bus: at any throughput the finishes themselves trim faster than they add (see
+  :mod:`echomq.jobs`), so the sweep's rate does not bound retention.
 * **Recovery time.** A killed worker's job is claimable again at most lease + sweep period after its
   last extension.
 * **Wake-ups.** Every job the sweep moves to a lane (promoted or reclaimed) pushes one wake token, up to
   the bus's wake cap, so as many idle workers wake as those jobs can use, not just one.
-* **A lost reply** is harmless: the sweep moved what was due, and a retry (or the next sweep) finds it
-  moved and does the rest.
+* **A lost reply** is harmless: the sweep moved (and trimmed) what was due, and a retry (or the next
+  sweep) finds it moved and does the rest, never moving a job or trimming a row twice.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class SweepReport:
     dead: int
     trimmed: int
     next_due_ms: int | None
-    swept: bool  # False when another process held the sweep lock (only promotion ran)
+    swept: bool  # False when another process held the sweep lock (promotion and trimming ran, not reclaim)
     server_ms: int = 0  # the server's clock when the sweep ran, to place next_due_ms on a local clock
 
 
