@@ -117,6 +117,23 @@ async def test_a_zero_dedup_window_makes_a_complete_delete_the_rows_it_trims(bus
     assert await bus.enqueue(first.job, lane="L", payload=b"again") is Admission.ADMITTED
 
 
+async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with):
+    """A row whose 100-byte payload made it a hash table in Redis becomes a compact hash when trimmed
+    (the same tombstone fields, under half the whole row's memory), not a hash table of leftovers."""
+    bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"x" * 100)
+    [claim] = await bus.claim()
+    await bus.complete(claim)
+    whole = probe.client.memory_usage(bus.keys.job(job))
+    assert probe.client.object("encoding", bus.keys.job(job)) == b"hashtable"
+    assert (await bus.sweep()).trimmed == 1
+    assert probe.client.object("encoding", bus.keys.job(job)) in (b"listpack", b"ziplist")
+    assert probe.client.memory_usage(bus.keys.job(job)) * 2 < whole
+    _assert_tombstone(probe, job, int(probe.row(job)["finished"]))
+    assert await bus.enqueue(job, lane="L", payload=b"x" * 100) is Admission.DUPLICATE
+
+
 async def test_a_stale_complete_trims_nothing(bus_with):
     """A complete refused as stale changes nothing but the stale counter, expired rows included."""
     bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
