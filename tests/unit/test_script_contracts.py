@@ -65,11 +65,15 @@ def test_every_lua_file_is_registered_and_every_registered_script_exists(package
 
 
 def test_includes_are_expanded_and_unknown_ones_refused():
-    """An @include line becomes the include's text; no script is sent with an include line left."""
+    """An @include line becomes the include's text, an include's own includes too (finish includes trim);
+    no script is sent with an include line left."""
     for script in SCRIPTS.values():
         assert "@include" not in script.body
     assert "local function admit_new" in _scripts.source("enqueue")
     assert "local function fence" in GAME.source("score")
+    for name in ("complete", "fail", "sweep"):
+        assert _scripts.source(name).count("local function trim_expired") == 1
+    assert GAME.source("score").count("local function trim_expired") == 1
     for bad in ("nope", "../claim", "Admit"):
         with pytest.raises(KeyError):
             _scripts.include(bad)
