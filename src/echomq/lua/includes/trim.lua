@@ -18,7 +18,8 @@ local TRIM_PER_FINISH = 2
 -- `now` (ms), oldest first (ties by id); job keys are built from `prefix`. Counts 'trimmed' in
 -- `statsKey` and returns how many rows left the set. O(log n + count).
 -- A trim never fails the script it rides in: a row whose key this node does not serve (its slot being
--- migrated on a cluster) is touched by redis.pcall before any write to it, and stops the trim there.
+-- migrated on a cluster) refuses the first command on it, run by redis.pcall, and that stops the trim
+-- there with nothing of that row written.
 -- An id whose row is gone leaves the set and writes nothing. The tombstone is written anew rather than
 -- left as the row with fields deleted: a row that held a large payload is a hash table in Redis, and
 -- stays one after HDEL (about 800 bytes for the few fields left); written anew they are a listpack
@@ -29,16 +30,15 @@ local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
   for i = 1, #old, 2 do
     local jobId, finished = old[i], tonumber(old[i + 1])
     local jobKey = prefix .. 'job:' .. jobId
-    local exists = redis.pcall('EXISTS', jobKey)
-    if type(exists) ~= 'number' then break end
-    redis.call('ZREM', setKey, jobId)
-    if exists == 1 then
-      redis.call('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
-      local kept = redis.call('HGETALL', jobKey)
+    local dropped = redis.pcall('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
+    if type(dropped) ~= 'number' then break end  -- not served here: nothing of this row was written
+    local kept = redis.call('HGETALL', jobKey)
+    if #kept > 0 then
       redis.call('DEL', jobKey)  -- written anew, the few small fields left take the compact encoding
       redis.call('HSET', jobKey, 'trimmed', now, unpack(kept))
       redis.call('PEXPIREAT', jobKey, finished + window)
     end
+    redis.call('ZREM', setKey, jobId)
     trimmed = trimmed + 1
   end
   if trimmed > 0 then redis.call('HINCRBY', statsKey, 'trimmed', trimmed) end
