@@ -8,9 +8,10 @@ import pytest
 from codemojex import guesses, players, rounds, score_worker
 from codemojex.errors import InvalidPayload
 from codemojex.game import Game, GameSettings
+from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from codemojex.payload import decode_payload, encode_payload
-from echomq import Admission, Bus, Finish, Job, Settings, Worker, ids
+from echomq import Bus, Finish, Job, Settings, Worker, ids
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import eventually, running
 
@@ -128,17 +129,18 @@ async def test_scoring_trims_the_expired_done_rows_of_earlier_guesses(redis_serv
         player = await players.register(game, "Ada")
         scorer = score_worker.ScoreWorker(game)
         scored = []
-        for guess in ("🍎🍌🍒🍇🍑🍍", "🍌🍎🍒🍇🍑🍍", text(SECRET)):
+        played = ("🍎🍌🍒🍇🍑🍍", "🍌🍎🍒🍇🍑🍍", text(SECRET))
+        for guess in played:
             await guesses.submit(game, the_round.id, player.id, guess)
             [claim] = await game.bus.claim(1)
             assert await scorer.handle(Job(claim)) is Finish.DONE
             scored.append(claim)
         assert await game.redis.zrange(game.bus.keys.done, 0, -1) == [scored[-1].job.encode()]
-        for claim in scored[:2]:
+        for claim, guess in zip(scored[:2], played[:2], strict=True):
             assert (await game.bus.inspect(claim.job)).trimmed is True
             assert await guesses.get_guess(game, guess_of(claim.job)) is not None
-            duplicate = await game.bus.enqueue(claim.job, lane=claim.lane, payload=claim.payload)
-            assert duplicate is Admission.DUPLICATE
+            again = await guesses.submit(game, the_round.id, player.id, guess, job_id=claim.job)
+            assert again.outcome is Outcome.DUPLICATE
         assert (await game.bus.stats()).counters["trimmed"] == 2
     finally:
         await game.aclose()

@@ -103,7 +103,7 @@ if paid == 'refunded' and redis.call('EXISTS', guessKey) == 0 then
 end
 if paid == 'unpaid' then
   if finish ~= '1' then return {2, 0} end
-  complete_job(jobKey, activeKey, doneKey, statsKey, jobId, 'unpaid')
+  complete_job(jobKey, activeKey, doneKey, statsKey, jobId, 'unpaid', prefix, resultTtl, dedupWindow)
   return {3, 0}
 end
 

@@ -18,6 +18,7 @@ end
 -- (the "trim" include), so done never grows past the rows that are still within the result ttl.
 -- `prefix` is the bus prefix (e.g. 'emq:{cm}:') the trimmed rows' keys are built from.
 local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result, prefix, resultTtl, dedupWindow)
+  assert(prefix and resultTtl and dedupWindow, 'complete_job takes the prefix, result ttl and dedup window last')
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   trim_expired(doneKey, statsKey, prefix, now, resultTtl, dedupWindow, TRIM_PER_FINISH)
