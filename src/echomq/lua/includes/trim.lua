@@ -30,7 +30,8 @@ local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
   for i = 1, #old, 2 do
     local jobId, finished = old[i], tonumber(old[i + 1])
     local jobKey = prefix .. 'job:' .. jobId
-    local dropped = redis.pcall('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority')
+    local dropped = redis.pcall('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
+      'retried_by', 'late')
     if type(dropped) ~= 'number' then break end  -- not served here: nothing of this row was written
     local kept = redis.call('HGETALL', jobKey)
     if #kept > 0 then
