@@ -36,7 +36,7 @@ KEY_COUNTS: dict[str, int] = {
     "close_round": 1,
     "credit": 3,
     "submit": 15,
-    "score": 15,
+    "score": 16,
     "lock": 4,
     "refund": 7,
 }

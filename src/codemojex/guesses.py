@@ -223,15 +223,17 @@ class GuessRecord:
     """A scored guess (``GES``), as the score worker wrote it."""
 
     id: str
-    serial: int  # the round's n-th scored guess: the order the leaderboard folded it in
+    serial: int  # the round's n-th record written: delivery history, shown only (the board never reads it)
     job: str
     round: str
     player: str
     guess: tuple[str, ...]
     feedback: Feedback
-    submitted_ms: int
+    submitted_ms: int  # admission (the job row's 'created', Redis clock): the guess's time on the board
     scored_ms: int
-    attempt: int  # the player's n-th counted attempt; 0 if scored after their solve (not counted)
+    # The player's n-th attempt in admission order; 0 and not counted if admitted after their solving
+    # guess. A guess scored late but admitted earlier renumbers the player's later records.
+    attempt: int
     counted: bool
 
 

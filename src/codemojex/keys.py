@@ -22,7 +22,8 @@ key                         type    holds
 ``refunds:<RND>``           hash    JOB -> ``refunded`` / ``recharged`` / ``unpaid`` (a dead guess's refund)
 ``refund_checkpoint``       string  dead-set time (ms) up to which the refund pass has looked
 ``guess:<GES>``             hash    the scored guess record (GES = the JOB's body under ``GES``)
-``scored:<RND>``            zset    every GES of the round, scored by serial (order scored)
+``scored:<RND>``            zset    every GES of the round at score 0: id order, i.e. admission order
+``played:<RND>:<PLR>``      zset    the player's GES in the round at score 0: the order their standing folds
 ``standing:<RND>``          hash    player -> their leaderboard member (see codemojex.ranking)
 ``board:<RND>``             zset    the leaderboard: members at score 0, in rank order by bytes
 ``proven:<RND>:<PLR>``      hash    position -> the key a scored guess proved a hit there
@@ -129,6 +130,9 @@ class GameKeys:
 
     def scored(self, round_id: str) -> str:
         return f"{self.prefix}scored:{check_id(round_id, ROUND)}"
+
+    def played(self, round_id: str, player_id: str) -> str:
+        return f"{self.prefix}played:{check_id(round_id, ROUND)}:{check_id(player_id, PLAYER)}"
 
     def standing(self, round_id: str) -> str:
         return f"{self.prefix}standing:{check_id(round_id, ROUND)}"

@@ -1,14 +1,26 @@
 """The leaderboard of a round, in rank order (:mod:`codemojex.ranking`): solved first, then best
 feedback, then fewer attempts, then earlier.
 
+The board is a function of the round's admitted guesses that were scored, never of the order or the
+number of their deliveries: each player's guesses are folded (:func:`codemojex.ranking.fold`) in
+**admission order**, the order of their GES ids (a GES takes its JOB's body, so GES order is the JOB's
+mint order), each with its **admission time** (the job row's ``created``, on the Redis clock). So:
+
+* an *attempt* is a scored guess admitted no later than the player's first solving guess (in admission
+  order); a guess admitted after it is scored, but not counted (its record has ``attempt`` 0);
+* the tie-break time ``best_at_ms`` is the admission time of the player's first guess, in admission
+  order, with their best feedback (for a solved player, of their solving guess).
+
 ``score.lua`` keeps ``board:<RND>`` as a sorted set whose members (all at score 0) are
 :func:`codemojex.ranking.board_member` strings, so byte order is rank order and a page of the board is
-one ``ZRANGE``. :func:`recompute` derives the same ranking from the GES records alone, by folding each
-counted guess in submission order; a test holds the two equal.
+one ``ZRANGE``; it folds a guess scored out of admission order by refolding that player's records.
+:func:`fold_records` is the same fold from the GES records alone, and :func:`recompute` its ranking; the
+tests and the conformance suite hold the board equal to it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codemojex import ranking
@@ -41,7 +53,7 @@ async def read_board(game: Game, round_id: str, limit: int = 100) -> list[Entry]
 
 
 async def scored_records(game: Game, round_id: str) -> list[GuessRecord]:
-    """Every GES record of the round, in the order they were scored."""
+    """Every GES record of the round, in admission order (GES id order)."""
     with translate_errors():
         guess_ids = [raw.decode() for raw in await game.redis.zrange(game.keys.scored(round_id), 0, -1)]
         pipe = game.redis.pipeline(transaction=False)
@@ -51,15 +63,35 @@ async def scored_records(game: Game, round_id: str) -> list[GuessRecord]:
     return [record_from_row(guess_id, row) for guess_id, row in zip(guess_ids, rows, strict=True) if row]
 
 
-def recompute(records: list[GuessRecord]) -> list[ranking.Standing]:
-    """The ranking derived from the GES records alone: each player's guesses folded in scoring order."""
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """Each player's standing, and each record's ``(counted, attempt)``, as the admission-order fold
+    gives them (what ``score.lua`` stores on the board and in the records)."""
+
+    standings: dict[str, ranking.Standing]  # player -> standing
+    attempts: dict[str, tuple[bool, int]]  # GES id -> (counted, attempt); (False, 0) after the solve
+
+
+def fold_records(records: Iterable[GuessRecord]) -> Fold:
+    """Each player's records folded in admission order (GES id order) with their admission times."""
     standings: dict[str, ranking.Standing] = {}
-    for record in sorted(records, key=lambda r: r.serial):
-        standings[record.player] = ranking.fold(
-            standings.get(record.player),
+    attempts: dict[str, tuple[bool, int]] = {}
+    for record in sorted(records, key=lambda r: r.id):
+        before = standings.get(record.player)
+        after = ranking.fold(
+            before,
             record.player,
             record.feedback.hits,
             record.feedback.nears,
             record.submitted_ms,
+            length=len(record.feedback.marks),
         )
-    return ranking.rank(standings.values())
+        counted = before is None or not before.solved
+        standings[record.player] = after
+        attempts[record.id] = (counted, after.attempts if counted else 0)
+    return Fold(standings, attempts)
+
+
+def recompute(records: Iterable[GuessRecord]) -> list[ranking.Standing]:
+    """The ranking derived from the GES records alone: :func:`fold_records`, ranked."""
+    return ranking.rank(fold_records(records).standings.values())

@@ -6,6 +6,9 @@ Pure: no I/O, no clock. The order (:func:`sort_key`) is a total order on standin
 2. better best feedback: more hits, then more nears;
 3. fewer attempts (counted up to :data:`ATTEMPTS_CAP`; beyond it attempts tie);
 4. earlier ``best_at_ms`` (when the standing reached its best; for a solved player, the solve time);
+   the game folds guesses in admission order with their admission times
+   (:func:`codemojex.leaderboard.fold_records`), so this is the admission time of the first guess with
+   the best feedback;
 5. the player id, as a last resort.
 
 :func:`board_member` spells a standing as the member of the Redis leaderboard sorted set (all scores 0,
@@ -38,8 +41,9 @@ def _is_count(value: object) -> bool:
 class Standing:
     """A player's standing in one round, as the leaderboard ranks it.
 
-    ``attempts`` counts scored guesses up to and including the solve; ``best_hits`` / ``best_nears`` is the
-    best feedback so far (hits first, then nears); ``best_at_ms`` is when that best was first reached.
+    ``attempts`` counts the guesses folded in up to and including the solve; ``best_hits`` / ``best_nears``
+    is the best feedback so far (hits first, then nears); ``best_at_ms`` is the time of the guess that
+    first reached that best (the game folds in admission order, with admission times).
     Construction checks that the counts and time are non-negative integers and ``player`` is non-empty
     (else :class:`InvalidInput`); consistency with a code length is checked where the length is known.
     """

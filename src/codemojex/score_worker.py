@@ -8,13 +8,21 @@ round's secret, scores the guess with the pure engine (:func:`codemojex.engine.s
 * fenced: nothing happens unless the job is active under this claim's attempts token, so a worker whose
   lease was reaped and re-claimed is refused (``Finish.STALE``) and changes no count;
 * idempotent on the job id: the GES record (the job's body under the ``GES`` brand) is written only if
-  absent, and the counts (attempts, leaderboard, proven hits) move only when it is written.
+  absent, and the counts (attempts, leaderboard, proven hits) move only when it is written;
+* in admission order: the player's standing is their scored records folded in GES id order (the JOB's
+  mint order), with admission times, so it never depends on the order the jobs are delivered in
+  (:func:`codemojex.leaderboard.fold_records` is the same fold).
 
-So however often a job is delivered (a crash after the effect, a stall past the lease), the guess is
-scored exactly once in effect. A payload the host would never write, or a round that does not exist, is
-dead-lettered at once (:class:`echomq.Permanent`): no retry can fix it. A dead guess is refunded once
-(:mod:`codemojex.refunds`); if it is retried after its refund, ``score.lua`` charges it again before it
-scores it, or completes it unscored (``unpaid``) when the wallet cannot pay.
+So however often a job is delivered (a crash after the effect, a stall past the lease), and in whatever
+order, the guess is scored exactly once in effect and the board is the same. A payload the host would
+never write, or a round that does not exist, is dead-lettered at once (:class:`echomq.Permanent`): no
+retry can fix it. A dead guess is refunded once (:mod:`codemojex.refunds`); if it is retried after its
+refund, ``score.lua`` charges it again before it scores it, or completes it unscored (``unpaid``) when
+the wallet cannot pay.
+
+A lost reply of ``score.lua`` costs no count: the script ran whole or not at all, and run again (by a
+retry or by the job's redelivery) it finds the record, so nothing moves twice; what it answers is the
+fence's view of the job as it now stands.
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ def score_call(
             keys.charges(request.round),
             keys.wallet(request.player),
             keys.ledger(request.player),
+            keys.played(request.round, request.player),
         ],
         [
             claim.job,

@@ -1,13 +1,18 @@
 """The leaderboard: solved first, then best feedback, then fewer attempts, then earlier; kept by the score
-script in rank order, and equal to the ranking recomputed from the GES records alone."""
+script in rank order, equal to the ranking recomputed from the GES records alone, and folded in admission
+order whatever order the guesses are delivered in."""
 
 from __future__ import annotations
 
+import asyncio
+
 from codemojex import guesses, leaderboard, players, score_worker
 from codemojex.guesses import Outcome, Refusal
-from echomq import Finish, Job, Worker
+from echomq import Claim, Finish, Job, Worker
 from tests.support.game import SECRET, claim_job, text
 from tests.support.workers import eventually, running
+
+MISS = ("🍑",) * 6  # no key of the secret
 
 
 async def _score_all(game) -> None:
@@ -92,6 +97,88 @@ async def test_a_worker_keeps_the_board_equal_to_the_recomputed_ranking(game, th
     assert leaderboard.recompute(records) == [entry.standing for entry in board]
     job = await claim_job_or_none(game)
     assert job is None
+
+
+async def _admit(game, round_id: str, player_id: str, guess: tuple[str, ...]) -> str:
+    submitted = await guesses.submit(game, round_id, player_id, text(guess))
+    assert submitted.outcome is Outcome.ADMITTED
+    return submitted.job
+
+
+async def _claim_all(game, count: int) -> dict[str, Claim]:
+    claims = await game.bus.claim(count)
+    assert len(claims) == count
+    return {claim.job: claim for claim in claims}
+
+
+async def _redeliver(game, game_probe, job: str) -> Claim:
+    """The worker holding ``job`` died: its lease runs out, the sweep reaps it, another worker claims it."""
+    game_probe.bus.expire(job)
+    assert (await game.bus.sweep()).reclaimed == 1
+    [claim] = await game.bus.claim(1)
+    assert (claim.job, claim.token) == (job, 2)
+    return claim
+
+
+async def test_a_guess_redelivered_after_the_players_later_solve_still_counts(game, the_round, game_probe):
+    """Two players with identical submissions get the same attempts and are ordered by admission alone,
+    although one's first guess is redelivered, and scored, after their later solving guess."""
+    first = await players.register(game, "first")  # registered and admitted first: ranks first on a tie
+    second = await players.register(game, "second")
+    jobs = {}
+    for guess in (MISS, SECRET):  # admitted: first's miss, second's miss, first's solve, second's solve
+        for player in (first, second):
+            jobs[player.id, guess] = await _admit(game, the_round.id, player.id, guess)
+    claims = await _claim_all(game, 4)
+    for guess in (MISS, SECRET):  # first: delivered in admission order
+        assert await score_worker.handle(game, Job(claims[jobs[first.id, guess]])) is Finish.DONE
+    # second: the worker holding the miss dies; the solve is scored; then the miss is redelivered.
+    assert await score_worker.handle(game, Job(claims[jobs[second.id, SECRET]])) is Finish.DONE
+    again = await _redeliver(game, game_probe, jobs[second.id, MISS])
+    assert await score_worker.handle(game, Job(again)) is Finish.DONE
+
+    board = await leaderboard.read_board(game, the_round.id)
+    assert [(entry.name, entry.standing.solved, entry.standing.attempts) for entry in board] == [
+        ("first", True, 2),
+        ("second", True, 2),
+    ]
+    for entry in board:  # the tie-break time: the admission of the solving guess
+        solve = jobs[entry.standing.player, SECRET]
+        assert entry.standing.best_at_ms == int(game_probe.bus.field(solve, "created") or -1)
+    records = {record.job: record for record in await leaderboard.scored_records(game, the_round.id)}
+    for player in (first, second):
+        assert [
+            (records[jobs[player.id, g]].counted, records[jobs[player.id, g]].attempt) for g in (MISS, SECRET)
+        ] == [
+            (True, 1),
+            (True, 2),
+        ]
+    assert leaderboard.recompute(records.values()) == [entry.standing for entry in board]
+
+
+async def test_the_tie_break_time_is_the_admission_of_the_first_best_guess_whatever_the_delivery(
+    game, the_round, player, game_probe
+):
+    """Two guesses with equal feedback scored in reverse order: the best is dated by the earlier admitted."""
+    one_hit = ("🍎", "🍑", "🍑", "🍑", "🍑", "🍑")
+    other_hit = ("🍑", "🍌", "🍑", "🍑", "🍑", "🍑")  # the same feedback: one hit, no near
+    earlier = await _admit(game, the_round.id, player.id, one_hit)
+    admitted_at = int(game_probe.bus.field(earlier, "created") or -1)
+    while game_probe.bus.now_ms() <= admitted_at:  # so the two admissions have different times
+        await asyncio.sleep(0.001)
+    later = await _admit(game, the_round.id, player.id, other_hit)
+    assert int(game_probe.bus.field(later, "created") or -1) > admitted_at
+    claims = await _claim_all(game, 2)
+    for job in (later, earlier):
+        assert await score_worker.handle(game, Job(claims[job])) is Finish.DONE
+
+    standing = game_probe.standing(the_round.id, player.id)
+    assert standing is not None
+    assert (standing.best_hits, standing.best_nears, standing.attempts) == (1, 0, 2)
+    assert standing.best_at_ms == admitted_at
+    records = {record.job: record for record in await leaderboard.scored_records(game, the_round.id)}
+    assert [(records[job].attempt, records[job].serial) for job in (earlier, later)] == [(1, 2), (2, 1)]
+    assert leaderboard.recompute(records.values()) == [standing]
 
 
 async def claim_job_or_none(game):

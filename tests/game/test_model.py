@@ -14,11 +14,12 @@ bus's counters.
 After every step the real state must say:
 
 * effect: the GES records are exactly the jobs the model says were scored (an effect ran at least
-  once), one each, in the order scored, with the model's ``counted`` and ``attempt``; one ``scored``
-  event each; the proven hits are those of the scored guesses;
+  once), one each, listed in admission order, numbered (``serial``) in the order scored, with the
+  model's ``counted`` and ``attempt``; one ``scored`` event each, in the order scored; the proven hits
+  are those of the scored guesses;
 * standings: each player's standing is the model's :func:`codemojex.ranking.fold` of their scored
-  guesses (attempts counted until the solve), and the board equals ``leaderboard.recompute`` of the
-  records;
+  guesses in admission order (JOB id order; attempts counted until the solving guess, whenever each was
+  scored), and the board equals ``leaderboard.recompute`` of the records;
 * wallets: balances are the model's, never negative, the ledger reconciles, and each admitted job is
   debited exactly once, in its player's ledger;
 * queue: each admitted job is in exactly one place, in the state the model says, and the bus's counters
@@ -104,7 +105,7 @@ class Model:
         self.balances: dict[str, dict[str, int]] = {}
         self.jobs: dict[str, ModelJob] = {}  # in admission order
         self.scored: list[str] = []  # job ids in the order their effect first ran
-        self.records: dict[str, tuple[bool, int]] = {}  # job -> (counted, attempt) as recorded
+        self.records: dict[str, tuple[bool, int]] = {}  # job -> (counted, attempt) in admission order
         self.standings: dict[str, ranking.Standing] = {}
         self.proven: dict[str, dict[int, str]] = {}
         self.counters: Counter[str] = Counter()
@@ -158,17 +159,26 @@ class Model:
         if job_id in self.records:
             return 0
         job = self.jobs[job_id]
-        feedback = score(SECRET, job.guess)
-        before = self.standings.get(job.player)
-        counted = before is None or not before.solved
-        after = ranking.fold(before, job.player, feedback.hits, feedback.nears, job.created_ms)
-        self.standings[job.player] = after
         self.scored.append(job_id)
-        self.records[job_id] = (counted, after.attempts if counted else 0)
+        self.refold(job.player)
+        feedback = score(SECRET, job.guess)
         for position, mark in enumerate(feedback.code()):
             if mark == "H":
                 self.proven[job.player][position] = job.guess[position]
         return 1
+
+    def refold(self, player: str) -> None:
+        """The player's standing and the (counted, attempt) of each of their records: their scored jobs
+        folded in admission order (JOB id order), whatever order they were scored in."""
+        standing: ranking.Standing | None = None
+        for job_id in sorted(job_id for job_id in self.scored if self.jobs[job_id].player == player):
+            job = self.jobs[job_id]
+            feedback = score(SECRET, job.guess)
+            counted = standing is None or not standing.solved
+            standing = ranking.fold(standing, player, feedback.hits, feedback.nears, job.created_ms)
+            self.records[job_id] = (counted, standing.attempts if counted else 0)
+        assert standing is not None
+        self.standings[player] = standing
 
     def finish(self, claim: Claim) -> Finish:
         """handle(): the effect and the completion if the claim is current, else stale."""
@@ -469,7 +479,7 @@ class GameMachine(RuleBasedStateMachine):
         assert self.run(self.game.bus.claim(1, lease_ms=LEASE_MS)) == []
         assert self.model.in_state("done") == list(self.model.jobs.values())
         assert sorted(self.model.scored) == sorted(self.model.jobs)
-        assert self.probe.records(self.round_id) == [guess_of(job) for job in self.model.scored]
+        assert self.probe.records(self.round_id) == sorted(guess_of(job) for job in self.model.scored)
 
     # -- after every step -------------------------------------------------------------------------
 
@@ -487,13 +497,13 @@ class GameMachine(RuleBasedStateMachine):
 
         records, entries, wallets = self.run(self.read_views())
 
-        # The effect: one GES record per scored job, none for anything else, in the order scored.
+        # The effect: one GES record per scored job, none for anything else, listed in admission order.
         stored = {key.decode() for key in self.client.scan_iter(match=f"{keys.prefix}guess:*", count=1000)}
         assert stored == {keys.guess(guess_of(job)) for job in model.scored}
         assert [
             (r.id, r.serial, r.job, r.player, r.guess, r.feedback, r.submitted_ms, r.counted, r.attempt)
             for r in records
-        ] == [
+        ] == sorted(
             (
                 guess_of(job_id),
                 serial,
@@ -505,7 +515,7 @@ class GameMachine(RuleBasedStateMachine):
                 *model.records[job_id],
             )
             for serial, job_id in enumerate(model.scored, start=1)
-        ]
+        )
         events = probe.events(round_id)
         assert [(e["kind"], e["guess"]) for e in events] == [("scored", guess_of(j)) for j in model.scored]
 

@@ -73,8 +73,12 @@ class GameProbe:
         return out
 
     def records(self, round_id: str) -> list[str]:
-        """The GES ids scored in the round, in order."""
+        """The GES ids scored in the round, in admission (id) order, whatever order they were scored in."""
         return [m.decode() for m in self.client.zrange(self.keys.scored(round_id), 0, -1)]
+
+    def played(self, round_id: str, player_id: str) -> list[str]:
+        """The player's GES ids scored in the round, in admission order: the order their standing folds."""
+        return [m.decode() for m in self.client.zrange(self.keys.played(round_id, player_id), 0, -1)]
 
     def record(self, guess_id: str) -> dict[str, str]:
         raw = self.client.hgetall(self.keys.guess(guess_id))

@@ -14,7 +14,10 @@ promise at once instead of stopping at the first:
   refunded at most once and only when dead (given the rows: a refunded job is dead now, or was retried
   and then recharged and scored, or completed unpaid), recharged at most once and only after its
   refund: its net charge is its price when it is scored and nothing when it is refunded and unscored.
-* :func:`leaderboard`: the board equals the ranking recomputed from the GES records.
+* :func:`leaderboard`: the board equals the ranking recomputed from the GES records in admission order
+  (:func:`codemojex.leaderboard.fold_records`), each player's stored standing is their fold, and each
+  record's ``attempt`` and ``counted`` are the ones that fold gives it: a pure function of the admitted
+  guesses, whatever order the faults delivered them in.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 from codemojex import ranking
 from codemojex.guesses import GuessRecord, record_from_row
 from codemojex.keys import GameKeys, guess_of
-from codemojex.leaderboard import recompute
+from codemojex.leaderboard import fold_records
 from codemojex.wallet import LedgerEntry, Wallet, reconcile
 from echomq.invariants import job_rows, queue_structure
 
@@ -201,7 +204,23 @@ def _refunds(wallet: Wallet, state: GameState, rows: dict[str, dict[str, str]] |
 
 
 def leaderboard(state: GameState) -> list[str]:
-    expected = [ranking.board_member(standing) for standing in recompute(list(state.records.values()))]
+    folded = fold_records(state.records.values())
+    problems = []
+    expected = [ranking.board_member(standing) for standing in ranking.rank(folded.standings.values())]
     if expected != state.board:
-        return [f"the board ({len(state.board)} players) is not the ranking recomputed from the GES records"]
-    return []
+        problems.append(
+            f"the board ({len(state.board)} players) is not the ranking recomputed from the GES records"
+            " in admission order"
+        )
+    problems += [
+        f"{player}'s standing is not the fold of their records in admission order"
+        for player in sorted(set(folded.standings) | set(state.standings))
+        if folded.standings.get(player) != state.standings.get(player)
+    ]
+    problems += [
+        f"{guess_id} records (counted, attempt) {(record.counted, record.attempt)},"
+        f" admission order gives {folded.attempts[guess_id]}"
+        for guess_id, record in sorted(state.records.items())
+        if (record.counted, record.attempt) != folded.attempts[guess_id]
+    ]
+    return problems

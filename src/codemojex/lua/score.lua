@@ -4,10 +4,22 @@
   Called by codemojex.score_worker.handle. Nothing happens unless the job is active under the caller's
   attempts token (a reaped and re-claimed worker is refused as stale and changes no count). Then the
   effect is idempotent on the job id: the GES record is written only if absent, and only when it is
-  written do the counts move (the player's attempts and best feedback on the leaderboard, their proven
-  hits, the round's scored set, one event, the submit->scored latency histogram). A redelivered job that
-  finds its record runs as a no-op and
-  completes. The same member format as codemojex.ranking.board_member keeps the board in rank order.
+  written do the counts move (the player's standing on the leaderboard, the counted attempts of their
+  records, their proven hits, the round's scored sets, one event, the submit->scored latency histogram).
+  A redelivered job that finds its record runs as a no-op and completes.
+
+  The standing is a function of the player's scored records taken in admission order, never of the
+  order they are scored in (codemojex.leaderboard.fold_records is the same fold in Python):
+  the records are folded in GES id order (the JOB's mint order: a GES takes its JOB's body), each with
+  its admission time (the job row's 'created', Redis clock) as its time. A record counts as an attempt
+  unless a solving record precedes it in that order; it then has attempt 0 and counted 0. The standing's
+  best_at is the admission time of the first record, in that order, that reached the best feedback.
+  A record whose id follows every scored record of the player (delivery in admission order, the usual
+  case) is folded onto the stored standing, O(1); one that arrives after a later-admitted record was
+  scored refolds the player's records from the first (O(the player's scored guesses in the round),
+  at most the round's guess limit) and rewrites 'attempt' and 'counted' of the records it renumbers.
+  The fold reads every key it needs before its first write. The same member format as codemojex.ranking.board_member
+  keeps the board in rank order.
 
   A job refunded after it was dead-lettered (refund.lua) and then retried is charged again before it is
   scored (ledger reason 'recharge', the same currency and amount, the JOB named) when the wallet can pay;
@@ -23,13 +35,14 @@
     KEYS[6]  standing (hash)    player -> leaderboard member
     KEYS[7]  board    (zset)    members at score 0, in rank order
     KEYS[8]  proven   (hash)    position -> key proven a hit
-    KEYS[9]  scored   (zset)    the round's GES ids by scoring serial (1, 2, ...: the fold order)
+    KEYS[9]  scored   (zset)    the round's GES ids at score 0, so in id order: admission order
     KEYS[10] events   (stream)  the round's live events
     KEYS[11] latency  (hash)    submit->scored histogram: 'le_<ms>' / 'le_inf' -> count, 'count', 'sum_ms'
     KEYS[12] refunds  (hash)    cmx:{t}:refunds:<RND>, JOB -> 'refunded' | 'recharged' | 'unpaid'
     KEYS[13] charges  (hash)    cmx:{t}:charges:<RND>, JOB -> 'currency=amount' charged at submit
     KEYS[14] wallet   (hash)    the player's balances
     KEYS[15] ledger   (list)    the player's append-only ledger
+    KEYS[16] played   (zset)    the player's GES ids in the round at score 0: the order their standing folds
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -58,7 +71,7 @@
 local jobKey, activeKey, doneKey, statsKey, guessKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local latencyKey = KEYS[11]
+local latencyKey, playedKey = KEYS[11], KEYS[16]
 local refundsKey, chargesKey, walletKey, ledgerKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local jobId, token, guessId, roundId, playerId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local guess, code, hits, nears, length = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -81,6 +94,17 @@ local function observe(ms)
   redis.call('HINCRBY', latencyKey, bucket, 1)
   redis.call('HINCRBY', latencyKey, 'count', 1)
   redis.call('HINCRBY', latencyKey, 'sum_ms', ms)
+end
+
+-- One step of the fold (codemojex.ranking.fold): the record's (counted, attempt); frozen once solved.
+local function fold(s, recordHits, recordNears, at)
+  if s.solved then return 0, 0 end
+  s.attempts = s.attempts + 1
+  if recordHits > s.hits or (recordHits == s.hits and recordNears > s.nears) then
+    s.hits, s.nears, s.at = recordHits, recordNears, at
+  end
+  s.solved = recordHits == length
+  return 1, s.attempts
 end
 
 local refused = fence(jobKey, statsKey, token)
@@ -110,46 +134,73 @@ end
 local wrote = 0
 if redis.call('EXISTS', guessKey) == 0 then
   wrote = 1
+  -- Read everything first: the clock, the admission time, the standing and (out of order) the records.
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local submitted = tonumber(redis.call('HGET', jobKey, 'created'))
-
-  -- Fold the guess into the player's standing (codemojex.ranking.fold): frozen once solved.
   local old = redis.call('HGET', standingKey, playerId)
-  local solved, bestHits, bestNears, attempts, bestAt = false, -1, -1, 0, 0
-  if old then
-    solved = string.sub(old, 1, 1) == '0'
-    bestHits = 6 - tonumber(string.sub(old, 2, 2))
-    bestNears = 6 - tonumber(string.sub(old, 3, 3))
-    attempts = tonumber(string.sub(old, 4, 9))
-    bestAt = tonumber(string.sub(old, 10, 22))
-  end
-  local counted = 0
-  if not solved then
-    counted = 1
-    attempts = attempts + 1
-    if hits > bestHits or (hits == bestHits and nears > bestNears) then
-      bestHits, bestNears, bestAt = hits, nears, submitted
+  -- Members compare by bytes in Redis (BYLEX), never by Lua's locale-dependent string order.
+  local later = redis.call('ZRANGEBYLEX', playedKey, '(' .. guessId, '+')
+  local serial = redis.call('ZCARD', scoredKey) + 1
+  local s = {solved = false, hits = -1, nears = -1, attempts = 0, at = 0}
+  local counted, attempt
+  local renumbered = {}  -- {key, counted, attempt} of records already scored that the refold renumbers
+  if #later == 0 then
+    if old then  -- the stored standing is the fold of every record before this one
+      s.solved = string.sub(old, 1, 1) == '0'
+      s.hits = 6 - tonumber(string.sub(old, 2, 2))
+      s.nears = 6 - tonumber(string.sub(old, 3, 3))
+      s.attempts = tonumber(string.sub(old, 4, 9))
+      s.at = tonumber(string.sub(old, 10, 22))
     end
-    solved = hits == length
-    local flag = 1
-    if solved then flag = 0 end
-    local member = string.format('%d%d%d%06d%013d:%s', flag, 6 - bestHits, 6 - bestNears,
-      math.min(attempts, 999999), bestAt, playerId)
+    counted, attempt = fold(s, hits, nears, submitted)
+  else
+    -- Admitted before a record already scored: fold the player's records again, this one in its place.
+    local prefix = string.sub(guessKey, 1, #guessKey - #guessId)
+    local function rows_of(ids)
+      local rows = {}
+      for _, id in ipairs(ids) do
+        rows[#rows + 1] = {prefix .. id, redis.call('HMGET', prefix .. id, 'hits', 'nears', 'submitted',
+          'counted', 'attempt')}
+      end
+      return rows
+    end
+    local function refold(rows)
+      for _, entry in ipairs(rows) do
+        local row = entry[2]
+        local c, a = fold(s, tonumber(row[1]), tonumber(row[2]), tonumber(row[3]))
+        if tostring(c) ~= row[4] or tostring(a) ~= row[5] then renumbered[#renumbered + 1] = {entry[1], c, a} end
+      end
+    end
+    local before = rows_of(redis.call('ZRANGEBYLEX', playedKey, '-', '(' .. guessId))
+    local after = rows_of(later)
+    refold(before)
+    counted, attempt = fold(s, hits, nears, submitted)
+    refold(after)
+  end
+
+  -- Then write: the standing and board, renumbered records, proven hits, the record, the sets, the event.
+  local flag = 1
+  if s.solved then flag = 0 end
+  local member = string.format('%d%d%d%06d%013d:%s', flag, 6 - s.hits, 6 - s.nears,
+    math.min(s.attempts, 999999), s.at, playerId)
+  if member ~= old then
     if old then redis.call('ZREM', boardKey, old) end
     redis.call('ZADD', boardKey, 0, member)
     redis.call('HSET', standingKey, playerId, member)
   end
-
+  for _, change in ipairs(renumbered) do
+    redis.call('HSET', change[1], 'counted', change[2], 'attempt', change[3])
+  end
   local keys = cjson.decode(guess)
   for i = 1, length do
     if string.sub(code, i, i) == 'H' then redis.call('HSET', provenKey, i - 1, keys[i]) end
   end
-  local serial = redis.call('ZCARD', scoredKey) + 1
   redis.call('HSET', guessKey, 'serial', serial, 'job', jobId, 'round', roundId, 'player', playerId, 'guess', guess,
     'code', code, 'hits', hits, 'nears', nears, 'submitted', submitted, 'scored', now,
-    'attempt', counted * attempts, 'counted', counted)
-  redis.call('ZADD', scoredKey, serial, guessId)
+    'attempt', attempt, 'counted', counted)
+  redis.call('ZADD', scoredKey, 0, guessId)
+  redis.call('ZADD', playedKey, 0, guessId)
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
     'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
   observe(math.max(0, now - submitted))
