@@ -109,6 +109,18 @@ def test_the_checks_catch_a_board_that_is_not_the_ranking(finished_run, sync_red
     assert any("the board" in violation for violation in report.violations)
 
 
+def test_the_checks_catch_attempts_that_are_not_the_admission_order_fold(finished_run, sync_redis, tag):
+    """A record renumbered out of admission order, and a standing that is not its fold, are violations."""
+    _, game_keys, job = _one_scored_job(sync_redis, tag)
+    guess_key = game_keys.guess(guess_of(job))
+    sync_redis.hincrby(guess_key, "attempt", 1)
+    round_id, player = (v.decode() for v in sync_redis.hmget(guess_key, "round", "player"))
+    sync_redis.hset(game_keys.standing(round_id), player, "1660000000000000000000:" + player)
+    report = finished_run.recheck()
+    assert any(f"{guess_of(job)} records" in violation for violation in report.violations)
+    assert any(f"{player}'s standing" in violation for violation in report.violations)
+
+
 def test_a_schedule_names_only_known_faults():
     with pytest.raises(ValueError, match="unknown fault kinds"):
         Config(kinds=("kill", "meteor"))
