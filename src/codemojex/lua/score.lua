@@ -17,9 +17,9 @@
   A record whose id follows every scored record of the player (delivery in admission order, the usual
   case) is folded onto the stored standing, O(1); one that arrives after a later-admitted record was
   scored refolds the player's records from the first (O(the player's scored guesses in the round),
-  at most the round's guess limit) and rewrites 'attempt' and 'counted' of the records it renumbers.
-  The fold reads every key it needs before its first write. The same member format as codemojex.ranking.board_member
-  keeps the board in rank order.
+  which the round's guess limit bounds) and rewrites 'attempt' and 'counted' of the records it
+  renumbers. The fold reads every key it needs before its first write. The same member format as
+  codemojex.ranking.board_member keeps the board in rank order.
 
   A job refunded after it was dead-lettered (refund.lua) and then retried is charged again before it is
   scored (ledger reason 'recharge', the same currency and amount, the JOB named) when the wallet can pay;
@@ -169,7 +169,9 @@ if redis.call('EXISTS', guessKey) == 0 then
       for _, entry in ipairs(rows) do
         local row = entry[2]
         local c, a = fold(s, tonumber(row[1]), tonumber(row[2]), tonumber(row[3]))
-        if tostring(c) ~= row[4] or tostring(a) ~= row[5] then renumbered[#renumbered + 1] = {entry[1], c, a} end
+        if tostring(c) ~= row[4] or tostring(a) ~= row[5] then
+          renumbered[#renumbered + 1] = {entry[1], c, a}
+        end
       end
     end
     local before = rows_of(redis.call('ZRANGEBYLEX', playedKey, '-', '(' .. guessId))
