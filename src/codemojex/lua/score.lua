@@ -156,12 +156,12 @@ if redis.call('EXISTS', guessKey) == 0 then
     counted, attempt = fold(s, hits, nears, submitted)
   else
     -- Admitted before a record already scored: fold the player's records again, this one in its place.
-    local prefix = string.sub(guessKey, 1, #guessKey - #guessId)
+    local recordPrefix = string.sub(guessKey, 1, #guessKey - #guessId)  -- cmx:{t}:guess:
     local function rows_of(ids)
       local rows = {}
       for _, id in ipairs(ids) do
-        rows[#rows + 1] = {prefix .. id, redis.call('HMGET', prefix .. id, 'hits', 'nears', 'submitted',
-          'counted', 'attempt')}
+        local key = recordPrefix .. id
+        rows[#rows + 1] = {key, redis.call('HMGET', key, 'hits', 'nears', 'submitted', 'counted', 'attempt')}
       end
       return rows
     end
