@@ -6,7 +6,8 @@ round's secret, scores the guess with the pure engine (:func:`codemojex.engine.s
 ``score.lua``, which does the effect and the fenced completion in one atomic step:
 
 * fenced: nothing happens unless the job is active under this claim's attempts token, so a worker whose
-  lease was reaped and re-claimed is refused (``Finish.STALE``) and changes no count;
+  lease was reaped and re-claimed is refused (``Finish.STALE``) and changes no count, while a retry of
+  this claim's own call whose reply was lost (redis-py retries after a timeout) is told ``Finish.DONE``;
 * idempotent on the job id: the GES record (the job's body under the ``GES`` brand) is written only if
   absent, and the counts (attempts, leaderboard, proven hits) move only when it is written;
 * in admission order: the player's standing is their scored records folded in GES id order (the JOB's
@@ -145,6 +146,8 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
         return Finish.DONE
     if code == 3:
         log.info("refunded job=%s could not be paid again: completed unscored", job.id)
+        return Finish.DONE
+    if code == 4:  # a retry of this call (its reply was lost): that first call completed the job
         return Finish.DONE
     if code in (0, -1):
         return Finish.STALE

@@ -6,6 +6,13 @@ blocking pickup whose socket timeout outlasts the BLPOP (redis-py 8 defaults ``s
 which would abort a 10 s block). Both copy only the connection options that mean the same thing in the
 sync and asyncio clients (address, database, credentials, TLS), never the pool's internal state.
 
+Retries: the twins keep redis-py's default ``Retry`` (redis-py 8: 10 retries on ``ConnectionError`` and
+``TimeoutError``, exponential backoff with jitter from 10 ms to 1 s), as the bus's own client does unless
+its maker chose otherwise. A retried command is sent again as it was, so a script whose reply was lost
+(a timeout while Redis paused) can run more than once: every EchoMQ script is written so that its retry
+is harmless and answered truthfully (a claim's request id, the finishing calls' token; see
+:mod:`echomq.jobs` and :mod:`echomq.lanes`).
+
 For a ``redis.asyncio.RedisCluster`` the twins are cluster clients too (``redis.cluster.RedisCluster``,
 ``redis.asyncio.RedisCluster``), started from the nodes the bus's client knows (all of them once it has
 discovered the cluster, else its startup nodes), so each command is routed by its keys' slot. A blocking

@@ -121,11 +121,15 @@ class Bus:
     async def enqueue_many(self, new_jobs: Iterable[NewJob]) -> list[Admission]:
         return await jobs.enqueue_many(self, new_jobs)
 
-    async def claim(self, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> list[Claim]:
-        return (await lanes.claim(self, count, lease_ms, owner)).jobs
+    async def claim(
+        self, count: int = 1, lease_ms: int = 30_000, owner: str = "", request: str | None = None
+    ) -> list[Claim]:
+        return (await lanes.claim(self, count, lease_ms, owner, request)).jobs
 
-    async def claim_batch(self, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
-        return await lanes.claim(self, count, lease_ms, owner)
+    async def claim_batch(
+        self, count: int = 1, lease_ms: int = 30_000, owner: str = "", request: str | None = None
+    ) -> Claimed:
+        return await lanes.claim(self, count, lease_ms, owner, request)
 
     async def complete(self, claim: Claim, result: bytes = b"") -> Finish:
         return await jobs.complete(self, claim, result)

@@ -9,6 +9,13 @@ the next sweep is due, or the next delayed job is due. A block that ends without
 the sweep, not by a claim, which is what keeps an idle worker at two commands per block; once per
 :data:`SAFETY_CLAIM_S` it claims anyway.
 
+A claim whose answer never came (:class:`~echomq.errors.RedisUnavailable`: a timeout, a cut, a Redis
+pause) may have run in Redis: its jobs are then active under this worker's name and nobody's handler.
+So the fetcher keeps that claim's request id and asks again with it (after the worker's pause) until an
+answer arrives: the retry is answered with the same jobs (see :mod:`echomq.lanes`), which then run
+under the try the lost claim spent. A worker that stops with such a claim outstanding asks once more and
+releases what it gets (:meth:`Fetcher.recover_lost`).
+
 The sweep runs every ``sweep_every_s`` under a shared lock of a little less than that period, so N
 workers on one bus reclaim about once per period; it also runs as soon as a delayed job is due, which
 promotes it (promotion is not locked), and the fetcher then claims.
@@ -41,7 +48,7 @@ from echomq._clients import async_twin, node_twin
 from echomq.bus import Bus
 from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim
-from echomq.lanes import Claimed
+from echomq.lanes import Claimed, new_request
 from echomq.logs import emit
 
 log = logging.getLogger("echomq.worker")
@@ -88,6 +95,7 @@ class Fetcher:
         self._next_sweep_at = 0.0  # monotonic; 0 = sweep at once (a predecessor's jobs come back early)
         self._due_at: float | None = None  # monotonic time the next delayed job is due
         self._next_safety_claim_at = 0.0
+        self._lost: tuple[str, int] | None = None  # a claim with no answer yet: (request id, count)
 
     def open(self) -> None:
         """Make the pickup connection (it connects on first use; on a cluster, at the first block)."""
@@ -138,18 +146,37 @@ class Fetcher:
     async def fetch(self, free: int) -> list[Claim]:
         """Up to ``free`` claimed jobs; ``[]`` after a block that found none. Sweeps first when due."""
         await self.sweep_if_due()
-        if self._need_claim or time.monotonic() >= self._next_safety_claim_at:
-            claimed = await self.bus.claim_batch(count=free, lease_ms=self.lease_ms, owner=self.owner)
+        retry = self._lost is not None
+        if retry or self._need_claim or time.monotonic() >= self._next_safety_claim_at:
+            # Free slots only grow while no claim is answered, so a retry's jobs fit the slots.
+            claimed = await self._claim(*(self._lost or (new_request(), free)))
             if claimed.jobs:
                 faults.at("worker.after_claim")
             self._next_safety_claim_at = time.monotonic() + SAFETY_CLAIM_S
             self._note_due(claimed)
-            # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time.
-            self._need_claim = len(claimed.jobs) == free
+            # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time;
+            # but a retry answers with what the lost claim got, which says nothing about the lanes now.
+            self._need_claim = retry or len(claimed.jobs) == free
             if claimed.jobs:
                 return claimed.jobs
         self._need_claim = await self._block()
         return []
+
+    async def _claim(self, request: str, count: int) -> Claimed:
+        """Claim under ``request``; until an answer arrives, the request is kept for the retry."""
+        self._lost = (request, count)
+        claimed = await self.bus.claim_batch(
+            count=count, lease_ms=self.lease_ms, owner=self.owner, request=request
+        )
+        self._lost = None
+        return claimed
+
+    async def recover_lost(self) -> list[Claim]:
+        """The jobs of a claim whose answer never came, asked for again (for the worker to release at
+        stop); ``[]`` when every claim was answered. Raises :class:`~echomq.errors.RedisUnavailable`."""
+        if self._lost is None:
+            return []
+        return (await self._claim(*self._lost)).jobs
 
     async def sweep_if_due(self) -> None:
         now = time.monotonic()

@@ -21,10 +21,13 @@ Guarantees provided here:
   claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
   worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
   :func:`extend` answers ``Lease.REVOKED`` in the same case, so a worker can stop before side effects.
-  One honest corner: redis-py retries a command whose connection broke; if a ``complete`` landed and
-  only its reply was lost, the retry is answered ``STALE`` although this very claim finished the job.
-  Nothing is finished twice either way; :func:`inspect` tells the two apart (``done`` with the same
-  attempts).
+* **Lost replies.** Any call can run in Redis and its reply never arrive (a timeout, a cut connection,
+  a Redis pause longer than the socket timeout); redis-py then retries the command (its default
+  ``Retry``: 10 retries on connection errors and timeouts) and the worker retries its finishing calls.
+  Every call here is safe to retry and its retry answers truthfully, as each function's docstring says:
+  a retried finish of this very claim is told what that claim's first call did (``DONE``, ``RETRYING``,
+  ``DEAD``, ``RELEASED``), never ``STALE``: a completion is read from the row (done under the token),
+  a fail or release from the row's ``ended`` words (the last 4 fail/release endings, by token).
 * **When a handler runs twice.** Delivery is at least once: a handler whose worker dies, stalls past its
   lease, or loses its connection after the effect and before :func:`complete` is run again by the next
   claimant. Make the effect idempotent on the job id (as codemojex does), or do the effect and the
@@ -176,7 +179,10 @@ async def enqueue(
     priority: int = 0,
     delay_ms: int = 0,
 ) -> Admission:
-    """Admit ``job`` on ``lane`` once; see the module doc for duplicate and conflict."""
+    """Admit ``job`` on ``lane`` once; see the module doc for duplicate and conflict.
+
+    Lost reply: the job is admitted; the retry (same id, lane and payload) answers ``DUPLICATE`` and
+    changes nothing, so treat ``DUPLICATE`` as success."""
     keys, args = enqueue_call(bus, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
     with translate_redis_errors():
         return _admission(await bus.scripts.run("enqueue", keys, args))
@@ -200,6 +206,7 @@ async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
 
     Every job is validated before anything is sent, so bad input changes nothing. On a cluster the
     scripts go concurrently, one call each (redis-py's cluster pipeline refuses scripts).
+    Lost reply: some or all were admitted; the retry answers ``DUPLICATE`` for those and admits the rest.
     """
     calls = [enqueue_call(bus, spec) for spec in jobs]
     if not calls:
@@ -244,9 +251,9 @@ def complete_call(bus: Bus, claim: Claim, result: bytes) -> tuple[list[str], lis
 
 
 def finish_outcome(claim: Claim, reply: Any) -> Finish:
-    """Read a complete.lua reply."""
+    """Read a complete.lua reply (4: already completed by this very claim, a retry after a lost reply)."""
     code = _code("complete", reply, claim.job)
-    return Finish.DONE if code == 1 else Finish.STALE
+    return Finish.DONE if code in (1, 4) else Finish.STALE
 
 
 async def complete(bus: Bus, claim: Claim, result: bytes = b"") -> Finish:
@@ -254,7 +261,8 @@ async def complete(bus: Bus, claim: Claim, result: bytes = b"") -> Finish:
 
     A DONE complete first trims up to two done rows past the result ttl (see the module doc); a STALE
     one changes nothing but the ``stale`` counter. Lost reply: the job is done and those rows trimmed;
-    a retry is answered STALE (see the module doc) and trims nothing, so no row is trimmed or counted
+    the retry finds the job done under this claim's token and answers ``DONE``, changing nothing and
+    trimming nothing (even after the row was trimmed to its tombstone), so no row is trimmed or counted
     twice."""
     keys, args = complete_call(bus, claim, result)
     with translate_redis_errors():
@@ -281,8 +289,9 @@ async def fail(
     """Record a failed try: retry after ``delay_ms`` (default: backoff), or dead-letter past max attempts.
 
     A fail that dead-letters first trims up to two dead rows past the dead ttl (see the module doc).
-    Lost reply: the try is recorded (and those rows trimmed); a retry is answered STALE, since the job
-    is no longer active under this claim's token, and changes nothing but the ``stale`` counter."""
+    Lost reply: the try is recorded (and those rows trimmed); the retry finds this claim's ending on the
+    row and answers the same ``RETRYING`` (or ``DEAD``), changing nothing, even if the job was claimed
+    again since (unless 4 later claims also failed or were released: then ``STALE``)."""
     check_claim(claim)
     if not isinstance(error, str):
         raise InvalidPayload(f"error is a str, got {type(error).__name__}")
@@ -319,7 +328,9 @@ async def fail(
             ],
         )
     code = _code("fail", reply, claim.job)
-    return {1: Failure.RETRYING, 2: Failure.DEAD}.get(code, Failure.STALE)
+    return {1: Failure.RETRYING, 2: Failure.DEAD, 3: Failure.RETRYING, 4: Failure.DEAD}.get(
+        code, Failure.STALE
+    )
 
 
 def extend_call(bus: Bus, claim: Claim, lease_ms: int) -> tuple[list[str], list[Any]]:
@@ -338,7 +349,9 @@ def lease_outcome(claim: Claim, reply: Any) -> Lease:
 
 async def extend(bus: Bus, claim: Claim, lease_ms: int) -> Lease:
     """Renew the lease to server now + ``lease_ms``; ``Lease.REVOKED`` if it was reaped,
-    ``Lease.FINISHED`` if this very claim already completed the job."""
+    ``Lease.FINISHED`` if this very claim already completed the job.
+
+    Lost reply: the lease was renewed; the retry renews it again from the server's now (``EXTENDED``)."""
     keys, args = extend_call(bus, claim, lease_ms)
     with translate_redis_errors():
         reply = await bus.scripts.run("extend", keys, args)
@@ -346,7 +359,10 @@ async def extend(bus: Bus, claim: Claim, lease_ms: int) -> Lease:
 
 
 async def release(bus: Bus, claim: Claim) -> Release:
-    """Hand ``claim`` back to its lane now, without counting the try."""
+    """Hand ``claim`` back to its lane now, without counting the try.
+
+    Lost reply: the job is back in its lane; the retry finds this claim's release on the row and
+    answers ``RELEASED``, changing nothing (the same limit of 4 later endings as :func:`fail`)."""
     check_claim(claim)
     keys = bus.keys
     with translate_redis_errors():
@@ -364,7 +380,7 @@ async def release(bus: Bus, claim: Claim) -> Release:
             [claim.job, claim.token, claim.lane, bus.settings.wake_cap],
         )
     code = _code("release", reply, claim.job)
-    return Release.RELEASED if code == 1 else Release.STALE
+    return Release.RELEASED if code in (1, 3) else Release.STALE
 
 
 def _location(bus: Bus, state: JobState, lane: str) -> str:

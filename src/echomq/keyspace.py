@@ -19,6 +19,7 @@ key                    type    holds
 ``stats``              hash    outcome counters, incremented inside the scripts
 ``waiting``            hash    lane -> claim serial since it waits (its fairness lag)
 ``sweep:lock``         string  held for one sweep period so N workers sweep about once
+``claim:<request>``    string  what one claim claimed ('id token ...'), for one lease: its retry's answer
 =====================  ======  ===========================================================
 """
 
@@ -28,11 +29,12 @@ import re
 from dataclasses import dataclass, field
 
 from echomq import ids
-from echomq.errors import InvalidLane, InvalidTag
+from echomq.errors import InvalidLane, InvalidOption, InvalidTag
 
 JOB_BRAND = "JOB"
 _TAG = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 _LANE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_REQUEST = re.compile(r"[A-Za-z0-9_.:-]{0,64}")
 
 
 def check_tag(tag: object) -> str:
@@ -48,6 +50,13 @@ def check_lane(lane: object) -> str:
         shown = lane if not isinstance(lane, str) or len(lane) <= 40 else lane[:40] + "..."
         raise InvalidLane(f"a lane name is 1-128 characters of [A-Za-z0-9_.:-], got {shown!r}")
     return lane
+
+
+def check_request(request: object) -> str:
+    """Return ``request`` if it is 0-64 characters of ``[A-Za-z0-9_.:-]``, else raise InvalidOption."""
+    if not isinstance(request, str) or not _REQUEST.fullmatch(request):
+        raise InvalidOption(f"a claim request id is 0-64 of [A-Za-z0-9_.:-], got {request!r}")
+    return request
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +114,11 @@ class Keyspace:
     @property
     def sweep_lock(self) -> str:
         return f"{self.prefix}sweep:lock"
+
+    def claim_record(self, request: str) -> str:
+        """What the claim with ``request`` claimed (for its retry); the empty request names a key that
+        is never written. Raises :class:`InvalidOption` on an ill-formed request id."""
+        return f"{self.prefix}claim:{check_request(request)}"
 
     @property
     def pattern(self) -> str:

@@ -10,6 +10,15 @@ Guarantees provided here:
 * **Fair service.** The ring holds each non-empty lane once; every claimed job advances the ring by one
   lane, so with L lanes waiting, a lane's head is served within L claims, however deep the other lanes
   are. A batch claim of N jobs takes N consecutive steps of the same rotation.
+* **A lost reply strands nothing.** A claim's reply can be lost after the script ran (a timeout, a
+  cut connection, a Redis pause longer than the client's socket timeout): its jobs are then active
+  under tokens nobody holds. Every :func:`claim` carries a request id (a fresh one unless the caller
+  passes its own), and the script records what that request claimed for one lease. A retry with the
+  same request id, whether redis-py's own retry of the command or the caller's retry after
+  :class:`~echomq.errors.RedisUnavailable`, is answered with the same jobs, same tokens, leases renewed,
+  instead of claiming others: no try is spent for the lost reply and no job waits out a lease. The
+  worker's fetcher retries its claim with the same request id until an answer arrives. A retry later
+  than one lease gets only the jobs still active under their tokens (the others were swept back).
 * **Idle is cheap.** Blocking happens outside Lua, claiming inside it: an idle worker blocks on the
   ``wake`` list (BLPOP) and runs the claim when a token arrives or the timeout passes. Every script that
   makes a job claimable pushes a token (the list is capped), and a claim that leaves the ring empty
@@ -18,6 +27,7 @@ Guarantees provided here:
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,15 +56,32 @@ def _check_owner(owner: object) -> None:
         raise InvalidOption(f"owner is a str of at most {_OWNER_LIMIT} characters")
 
 
-def claim_call(bus: Bus, count: int, lease_ms: int, owner: str) -> tuple[list[str], list[Any]]:
-    """Keys and args of one claim.lua call, every input checked (shared with the benchmark)."""
+def new_request() -> str:
+    """A fresh claim request id (random, so no two claims share one)."""
+    return secrets.token_hex(12)
+
+
+def claim_call(
+    bus: Bus, count: int, lease_ms: int, owner: str, request: str = ""
+) -> tuple[list[str], list[Any]]:
+    """Keys and args of one claim.lua call, every input checked (shared with the benchmark). An empty
+    ``request`` records nothing: a lost reply then strands its jobs for a lease (the benchmark's raw
+    claims, which reuse one call's arguments, must not replay each other)."""
     check_int("count", count, 1, MAX_BATCH)
     check_int("lease_ms", lease_ms, 1, MAX_LEASE_MS)
     _check_owner(owner)
     keys = bus.keys
     return (
-        [keys.ring, keys.active, keys.delayed, keys.wake, keys.stats, keys.waiting],
-        [keys.prefix, lease_ms, count, owner],
+        [
+            keys.ring,
+            keys.active,
+            keys.delayed,
+            keys.wake,
+            keys.stats,
+            keys.waiting,
+            keys.claim_record(request),
+        ],
+        [keys.prefix, lease_ms, count, owner, request],
     )
 
 
@@ -64,9 +91,17 @@ def claimed_from_reply(reply: Any) -> Claimed:
     return Claimed(claims_from_reply(reply), int(reply[0]), None if next_due < 0 else next_due)
 
 
-async def claim(bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "") -> Claimed:
-    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``."""
-    keys, args = claim_call(bus, count, lease_ms, owner)
+async def claim(
+    bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "", request: str | None = None
+) -> Claimed:
+    """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``.
+
+    ``request`` (default: a fresh id) names this claim: a call with the request id of an earlier claim
+    within its lease answers with that claim's jobs still active under their tokens, leases renewed,
+    and claims nothing new. Lost reply: the jobs are active under this request; retry with the same
+    ``request`` (and get them) after :class:`~echomq.errors.RedisUnavailable`.
+    """
+    keys, args = claim_call(bus, count, lease_ms, owner, new_request() if request is None else request)
     with translate_redis_errors():
         reply = await bus.scripts.run("claim", keys, args)
     return claimed_from_reply(reply)

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("echomq.worker")
 
-# Backoff between tries of a finishing call that could not reach Redis. The calls are fenced, so a retry
-# is safe; one whose first try landed but lost its reply is answered stale (the row shows the truth).
+# Backoff between tries of a finishing call that could not reach Redis (after redis-py's own retries).
+# The calls are fenced, so a retry is safe, and one whose first try landed but lost its reply is told
+# what that try did (DONE, RETRYING, DEAD, RELEASED), never STALE.
 _FINISH_RETRY_S = (0.1, 0.5, 2.0)
 _ERROR_LIMIT = 2000  # characters of an exception's text stored on the row
 
@@ -218,7 +219,9 @@ async def _midway_thread(worker: Worker, handler: Callable[[Job], Any], job: Job
     return future
 
 
-async def _with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> Any:
+async def with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> Any:
+    """Await ``call()``, again after each :class:`RedisUnavailable` (:data:`_FINISH_RETRY_S`); None
+    (logged ``job.unfinished``) when Redis stays unreachable or the row is gone."""
     for pause in (*_FINISH_RETRY_S, None):
         try:
             return await call()
@@ -236,7 +239,7 @@ async def _with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> An
 async def _complete(worker: Worker, job: Job, result: bytes) -> None:
     worker.keeper.untrack(job.claim)
     try:
-        outcome = await _with_retries(worker, job, lambda: worker.completions.complete(job.claim, result))
+        outcome = await with_retries(worker, job, lambda: worker.completions.complete(job.claim, result))
     except InvalidInput as exc:  # e.g. a result over the payload limit: it can never be stored
         await _fail(worker, job, _error_text(exc), retryable=False)
         return
@@ -256,11 +259,11 @@ def _finished(worker: Worker, job: Job, outcome: Finish, *, by: str) -> None:
 async def _fail(worker: Worker, job: Job, error: str, *, retryable: bool) -> None:
     """Fail the try; a retry goes to ``delayed`` for the backoff, and the fetcher wakes for it then.
 
-    A lost reply, retried, is answered stale (the job left ``active`` with the first call), so the
-    fetcher is not told of the retry: the next claim's reply names it as the next due job anyway."""
+    A lost reply, retried (with the same delay), is answered what the first call did (RETRYING or
+    DEAD, see :func:`echomq.jobs.fail`), so the fetcher still learns when the retry is due."""
     worker.keeper.untrack(job.claim)
     delay_ms = backoff_ms(worker.bus, job.tries or job.attempt)
-    outcome = await _with_retries(
+    outcome = await with_retries(
         worker, job, lambda: worker.bus.fail(job.claim, error, retryable=retryable, delay_ms=delay_ms)
     )
     if outcome is None:

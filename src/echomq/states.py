@@ -43,7 +43,7 @@ class Admission(StrEnum):
 class Finish(StrEnum):
     """What :func:`echomq.jobs.complete` did."""
 
-    DONE = "done"
+    DONE = "done"  # also the answer to a retry whose first call completed the job (its reply was lost)
     STALE = "stale"  # the token is not the job's current claim: another owner, or not active
 
 
@@ -77,6 +77,7 @@ COUNTERS: tuple[str, ...] = (
     "duplicate",  # enqueue: same id, same lane and payload
     "conflict",  # enqueue: same id, other lane or payload
     "claimed",  # claim: a job moved to active (also the serial that fairness lag is measured in)
+    "replayed",  # claim retried after a lost reply: a job it had claimed handed out again, no new try
     "completed",  # complete: active -> done
     "stale",  # complete / fail / release refused for a stale token
     "retried",  # fail: active -> lane or delayed

@@ -55,7 +55,9 @@ class Stats:
 
 
 async def read_stats(bus: Bus, *, lanes: int = 50) -> Stats:
-    """Counters, depths and the first ``lanes`` lanes of the ring with their depth and lag."""
+    """Counters, depths and the first ``lanes`` lanes of the ring with their depth and lag.
+
+    Read only: a lost reply changes nothing and the retry reads afresh."""
     check_int("lanes", lanes, 0, 10_000)
     keys = bus.keys
     with translate_redis_errors():

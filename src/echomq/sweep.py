@@ -87,7 +87,10 @@ def report_from_reply(reply: Any) -> SweepReport:
 
 
 async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:
-    """Run one sweep. ``lock_ms`` = 0 forces it; > 0 takes the shared lock for that period."""
+    """Run one sweep. ``lock_ms`` = 0 forces it; > 0 takes the shared lock for that period.
+
+    Lost reply: its moves happened (and it holds the lock); the retry reports only what it moves itself
+    (promotions; with the lock held, no reclaim), so a report is never counted twice."""
     keys, args = sweep_call(bus, lock_ms=lock_ms, limit=limit)
     with translate_redis_errors():
         reply = await bus.scripts.run("sweep", keys, args)

@@ -39,6 +39,14 @@ Guarantees
   to finish; the rest are released at once (back to their lanes, the try not counted), so a restarted
   worker picks them up without waiting for their leases. A second signal releases at once. Cancelling
   the task of :meth:`run` is a ``stop()``; cancelling it again releases at once.
+* **Lost replies.** A call can run in Redis and its reply be lost (a timeout, a cut connection, a Redis
+  pause longer than the socket timeout). redis-py retries each command itself (its default ``Retry``:
+  10 retries on connection errors and timeouts, backoff 10 ms to 1 s; :mod:`echomq._clients` keeps it
+  on the worker's own connections), the fetcher retries a claim with the same request id after the
+  loop's pause (:data:`_BACKOFF_S`), and the processor retries a finish (``complete``, ``fail``) up to 3
+  times. Every retry is harmless and answered truthfully: a retried claim gets the jobs the lost one
+  claimed (no try spent, none stranded for a lease), a retried finish is told what the first one did.
+  A worker that stops while a claim has no answer asks once more and releases the jobs (try not counted).
 * **Redis Cluster.** A bus on a ``redis.asyncio.RedisCluster`` client works the same way, with the same
   guarantees: every key of the bus is in one slot, so every script runs on the node that owns it. What
   differs is throughput, not outcome: the completes of one event-loop turn and the lease renewals of one
@@ -106,7 +114,7 @@ SWEEP_PERIOD_S = 10.0
 IDLE_COMMANDS_PER_MIN = 20
 
 _BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # pauses of the loop after Redis errors, the last one repeated
-_FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire gets this long to land
+_FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire (or a lost claim's retry) gets this long
 
 HandlerResult = bytes | Finish | None
 Handler = Callable[["Job"], Awaitable[HandlerResult]] | Callable[["Job"], HandlerResult]
@@ -297,6 +305,7 @@ class Worker:
         finally:
             try:
                 await self._drain()
+                await self._release_lost()
                 await self.completions.aclose()
             finally:  # even if cancelled again: a keeper left running would renew leases for ever
                 self.keeper.stop()
@@ -415,11 +424,24 @@ class Worker:
         if cancelled is not None:
             raise cancelled
 
-    async def _release(self, job: Job) -> None:
+    async def _release_lost(self) -> None:
+        """Release the jobs of a claim whose answer never came (its retry tells which), so they need not
+        wait out their lease; left to the sweep if Redis does not answer within :data:`_FINISH_WAIT_S`."""
         try:
-            outcome = await self.bus.release(job.claim)
+            async with asyncio.timeout(_FINISH_WAIT_S):
+                lost = await self.fetcher.recover_lost()
+        except (EchoMQError, TimeoutError) as exc:
+            emit(log, logging.WARNING, "claim.unanswered", error=str(exc) or type(exc).__name__)
+            return
+        await asyncio.gather(*(self._release(Job(claim)) for claim in lost))
+
+    async def _release(self, job: Job) -> None:
+        try:  # a release whose reply was lost is answered RELEASED by its retry
+            outcome = await processor.with_retries(self, job, lambda: self.bus.release(job.claim))
         except EchoMQError as exc:
             emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error=str(exc))
+            return
+        if outcome is None:  # could not reach Redis: the sweep returns the job after its lease
             return
         if outcome is Release.RELEASED:
             self.counts.released += 1

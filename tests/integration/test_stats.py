@@ -31,10 +31,12 @@ async def test_counters_equal_the_number_of_each_outcome(bus, probe):
     await bus.enqueue(delayed, lane="L0", payload=b"", delay_ms=60_000)
     probe.check()
 
-    claims = await bus.claim(count=6)  # claimed 6
+    claims = await bus.claim(count=6, request="six")  # claimed 6
+    again = await bus.claim(count=6, request="six")  # replayed 6 (a retry after a lost reply)
+    assert [(c.job, c.token) for c in again] == [(c.job, c.token) for c in claims]
     done, extended, retried, dead_now, released, reaped = claims
     await bus.complete(done)  # completed 1
-    await bus.complete(done)  # stale 1
+    await bus.complete(done)  # a retry: DONE again, no counter
     await bus.extend(extended, 60_000)  # extended 1
     await bus.fail(retried, "x", delay_ms=0)  # retried 1
     await bus.fail(dead_now, "x", retryable=False)  # dead 1
@@ -43,7 +45,7 @@ async def test_counters_equal_the_number_of_each_outcome(bus, probe):
     probe.make_due(delayed)  # simulates the delay passing
     await bus.sweep()  # reclaimed 1, promoted 1
     await bus.extend(reaped, 60_000)  # revoked 1
-    await bus.complete(reaped)  # stale 2
+    await bus.complete(reaped)  # stale 1
     await bus.retry_dead(dead_now.job)  # resurrected 1
     probe.check()
 
@@ -53,8 +55,9 @@ async def test_counters_equal_the_number_of_each_outcome(bus, probe):
         "duplicate": 2,
         "conflict": 1,
         "claimed": 6,
+        "replayed": 6,
         "completed": 1,
-        "stale": 2,
+        "stale": 1,
         "retried": 1,
         "dead": 1,
         "reclaimed": 1,

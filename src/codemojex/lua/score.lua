@@ -65,6 +65,8 @@
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
     { 2, wrote }  the same without the completion (ARGV[11] = 0; the job stays active)
     { 3, 0 }      refunded and the wallet cannot pay again: completed unscored (result 'unpaid')
+    { 4, 'done' } already completed under this very token: a retry whose first reply was lost (that
+                  call completed the job); nothing changed
     { 0, state }  stale: not active under that token; nothing changed
     {-1, '' }     no row for that job id
 ]]

@@ -19,6 +19,16 @@
 
   Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of KEYS).
 
+  Lost reply: a claim's reply can be lost after the script ran (a timeout, a cut, a Redis pause longer
+  than the client's socket timeout); its jobs are then active under tokens nobody holds. So a claim
+  with a request id (ARGV[5]) records what it claimed, 'id token id token ...', in KEYS[7] for one
+  lease, and a retry with the same request id (redis-py's own retry of the call, or the caller's)
+  finds the record and answers with those jobs again instead of claiming new ones: each that is still
+  active under its recorded token comes back with the same token and tries, its lease renewed to
+  TIME + lease (counted as 'replayed'); nothing else moves, no try is spent. A job that left active
+  since (its lease expired and was swept) is not returned. A claim that found nothing records nothing,
+  so its retry simply claims. An empty request id records nothing (the benchmark's raw claims).
+
   Fairness lag: waiting[lane] is the 'claimed' serial since which the lane waits for service: set by
   every script that puts the lane in the ring, reset here after each claim that serves the lane, and
   removed when the lane leaves the ring. So serial - waiting[lane] is the number of claims served since
@@ -31,28 +41,62 @@
     KEYS[4] wake    (list)  wake-up tokens: deleted when the ring is left empty, one pushed when not
     KEYS[5] stats   (hash)  counters; 'claimed' is also the serial of fairness lag
     KEYS[6] waiting (hash)  lane -> the 'claimed' serial since which it waits
+    KEYS[7] record  (string) what the claim with this request id claimed; '<prefix>claim:' (never
+                             written) when ARGV[5] is empty
 
     ARGV[1] bus prefix, e.g. 'emq:{cm}:'
     ARGV[2] lease (ms, > 0)
     ARGV[3] max jobs to claim (int >= 1)
     ARGV[4] owner (free text naming the worker, stored on the row)
+    ARGV[5] request id (the caller's, the same on every retry of one claim), or '' for none
 
   Output:
     { now, next_due, n, id_1, lane_1, attempts_1, payload_1, deadline_1, tries_1, max_1, ... }
       now       server time (ms)
       next_due  due time (ms) of the earliest delayed job, or -1 when none
-      n         number of claimed jobs, each followed by its 7 fields
+      n         number of claimed jobs, each followed by its 7 fields (a retry: the recorded jobs
+                still active under their tokens, with the renewed deadline)
 ]]
 local ringKey, activeKey, delayedKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local prefix, leaseMs, count, owner = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local recordKey = KEYS[7]
+local prefix, leaseMs, count, owner, request = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + leaseMs
+
+local function next_due()
+  local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+  if first[2] then return tonumber(first[2]) end
+  return -1
+end
+
+-- A retry of a claim that ran: answer with what it claimed (see 'Lost reply' above).
+local record = request ~= '' and redis.call('GET', recordKey)
+if record then
+  local reply = {now, next_due(), 0}
+  for jobId, token in string.gmatch(record, '(%S+) (%d+)') do
+    local jobKey = prefix .. 'job:' .. jobId
+    local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'lane', 'payload', 'tries', 'max')
+    if row[1] == 'active' and row[2] == token then
+      redis.call('ZADD', activeKey, deadline, jobId)
+      redis.call('HSET', jobKey, 'deadline', deadline)
+      local i = #reply
+      reply[3] = reply[3] + 1
+      reply[i + 1], reply[i + 2], reply[i + 3], reply[i + 4] = jobId, row[3], tonumber(token), row[4]
+      reply[i + 5], reply[i + 6], reply[i + 7] = deadline, tonumber(row[5]), tonumber(row[6])
+    end
+  end
+  if reply[3] > 0 then redis.call('HINCRBY', statsKey, 'replayed', reply[3]) end
+  redis.call('PEXPIRE', recordKey, leaseMs)
+  return reply
+end
+
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 local lagMax = tonumber(redis.call('HGET', statsKey, 'lag_max') or '0')
 local out = {}
 local n = 0
+local claimed = {}  -- 'id token' of each claimed job, the record a retry answers from
 local misses = 0
 
 while n < count do
@@ -84,6 +128,7 @@ while n < count do
     if not drained then redis.call('HSET', waitingKey, lane, serial) end
     if lag > lagMax then lagMax = lag end
     n = n + 1
+    claimed[n] = jobId .. ' ' .. attempts
     out[#out + 1] = jobId
     out[#out + 1] = lane
     out[#out + 1] = attempts
@@ -101,15 +146,13 @@ end
 if n > 0 then
   redis.call('HINCRBY', statsKey, 'claimed', n)
   redis.call('HSET', statsKey, 'lag_max', lagMax)
+  if request ~= '' then redis.call('SET', recordKey, table.concat(claimed, ' '), 'PX', leaseMs) end
 end
 if redis.call('LLEN', ringKey) == 0 then
   redis.call('DEL', wakeKey)
 elseif redis.call('LLEN', wakeKey) == 0 then
   redis.call('LPUSH', wakeKey, '1')  -- jobs left behind: pass the wake-up on to the next idle worker
 end
-local nextDue = -1
-local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
-if first[2] then nextDue = tonumber(first[2]) end
-local reply = {now, nextDue, n}
+local reply = {now, next_due(), n}
 for i = 1, #out do reply[#reply + 1] = out[i] end
 return reply

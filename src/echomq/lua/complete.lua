@@ -11,6 +11,10 @@
   complete trims nothing.
   Trimmed rows' keys are built from ARGV[4] (the bus prefix, whose hash tag puts them in the slot).
 
+  Lost reply: the job is done. A retry of the same call (same id and token) finds it done under that
+  very token and answers { 4, 'done' }: this claim finished it; nothing changes, nothing is counted,
+  nothing is trimmed.
+
   Input:
     KEYS[1] job    (hash)  the row
     KEYS[2] active (zset)  claimed ids by lease deadline
@@ -26,6 +30,7 @@
 
   Output:
     { 1, 'done' }   completed
+    { 4, 'done' }   already completed under this very token (a retry after a lost reply); nothing changed
     { 0, state }    stale: not active, or active under a newer token; nothing changed
     {-1, '' }       no row for that id
 ]]

@@ -11,6 +11,10 @@
   dead holds the rows within the dead ttl and hardly any more, however fast jobs die. Trimmed rows'
   keys are built from ARGV[8] (the bus prefix, whose hash tag puts them in the slot).
 
+  Lost reply: the job was sent back (or dead-lettered) and the row's 'ended' words record it under the
+  token (include "ended"). A retry of the same call finds that word and answers { 3, state } or
+  { 4, state }: this claim's fail landed; nothing changes, nothing is counted.
+
   Input:
     KEYS[1] job     (hash)  the row
     KEYS[2] active  (zset)  claimed ids by lease deadline
@@ -36,6 +40,9 @@
   Output:
     { 1, state }   retrying; state is 'queued' or 'delayed'
     { 2, 'dead' }  dead-lettered
+    { 3, state }   already sent back by this very claim's fail (a retry after a lost reply); state is the
+                   row's now; nothing changed
+    { 4, state }   already dead-lettered by this very claim's fail (likewise); nothing changed
     { 0, state }   stale; nothing changed
     {-1, '' }      no row for that id
     {-2, lane }    the claim names another lane than the row's (given); nothing changed
@@ -48,9 +55,14 @@ local prefix, deadTtl, dedupWindow = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[1
 
 -- @include "trim"
 
+-- @include "ended"
+
 local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'tries', 'max', 'priority', 'lane')
 if not row[1] then return {-1, ''} end
 if row[1] ~= 'active' or row[2] ~= token then
+  local how = ended_as(jobKey, token)
+  if how == 'q' then return {3, row[1]} end
+  if how == 'x' then return {4, row[1]} end
   redis.call('HINCRBY', statsKey, 'stale', 1)
   return {0, row[1]}
 end
@@ -66,10 +78,12 @@ if (not retryable) or tonumber(row[3]) >= tonumber(row[4]) then
   redis.call('ZADD', deadKey, now, jobId)
   redis.call('HSET', jobKey, 'state', 'dead', 'finished', now, 'error', err)
   redis.call('HINCRBY', statsKey, 'dead', 1)
+  note_ended(jobKey, token, 'x')
   return {2, 'dead'}
 end
 
 redis.call('HINCRBY', statsKey, 'retried', 1)
+note_ended(jobKey, token, 'q')
 if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
   redis.call('HSET', jobKey, 'state', 'delayed', 'error', err)

@@ -5,6 +5,10 @@
   back to its lane at its mint position; the try is not counted against max attempts (tries - 1), but
   the attempts token stays, so the releasing worker can never finish it later.
 
+  Lost reply: the job is back in its lane and the row's 'ended' words record the release under the
+  token (include "ended"). A retry of the same call finds that word and answers { 3, state }: this
+  claim's release landed; nothing changes, nothing is counted.
+
   Input:
     KEYS[1] job    (hash)  the row
     KEYS[2] active (zset)  claimed ids by lease deadline
@@ -21,6 +25,8 @@
 
   Output:
     { 1, 'queued' }  released
+    { 3, state }     already released by this very claim (a retry after a lost reply); state is the
+                     row's now; nothing changed
     { 0, state }     stale; nothing changed
     {-1, '' }        no row for that id
     {-2, lane }      the claim names another lane than the row's (given); nothing changed
@@ -29,9 +35,12 @@ local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, token, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 
+-- @include "ended"
+
 local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'priority', 'lane')
 if not row[1] then return {-1, ''} end
 if row[1] ~= 'active' or row[2] ~= token then
+  if ended_as(jobKey, token) == 'r' then return {3, row[1]} end
   redis.call('HINCRBY', statsKey, 'stale', 1)
   return {0, row[1]}
 end
@@ -44,6 +53,7 @@ if redis.call('ZCARD', laneKey) == 1 then
   redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
 end
 redis.call('HINCRBY', jobKey, 'tries', -1)
+note_ended(jobKey, token, 'r')
 redis.call('HSET', jobKey, 'state', 'queued')
 redis.call('HDEL', jobKey, 'deadline')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end

@@ -2,10 +2,13 @@
 -- @include "trim"
 
 -- nil when the job is active under `token` (the caller owns it); else the refusal reply:
--- {-1, ''} no row; { 0, state } stale (not active, or active under a newer token), counted as 'stale'.
+-- {-1, ''} no row; { 4, 'done' } already done under this very token (a retry whose first reply was
+-- lost: that claim finished the job; nothing changed, nothing counted); { 0, state } stale (not active,
+-- or active under a newer token), counted as 'stale'.
 local function fence(jobKey, statsKey, token)
   local row = redis.call('HMGET', jobKey, 'state', 'attempts')
   if not row[1] then return {-1, ''} end
+  if row[1] == 'done' and row[2] == token then return {4, 'done'} end
   if row[1] ~= 'active' or row[2] ~= token then
     redis.call('HINCRBY', statsKey, 'stale', 1)
     return {0, row[1]}
