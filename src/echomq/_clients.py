@@ -6,12 +6,14 @@ blocking pickup whose socket timeout outlasts the BLPOP (redis-py 8 defaults ``s
 which would abort a 10 s block). Both copy only the connection options that mean the same thing in the
 sync and asyncio clients (address, database, credentials, TLS), never the pool's internal state.
 
-Retries: the twins keep redis-py's default ``Retry`` (redis-py 8: 10 retries on ``ConnectionError`` and
-``TimeoutError``, exponential backoff with jitter from 10 ms to 1 s), as the bus's own client does unless
-its maker chose otherwise. A retried command is sent again as it was, so a script whose reply was lost
-(a timeout while Redis paused) can run more than once: every EchoMQ script is written so that its retry
-is harmless and answered truthfully (a claim's request id, the finishing calls' token; see
-:mod:`echomq.jobs` and :mod:`echomq.lanes`).
+Retries: the twins are built on a connection pool, which in redis-py 8.1 means no command retry (as
+for any client made by ``from_url``, e.g. :meth:`echomq.Bus.from_url`); a client made as
+``redis.asyncio.Redis(host=..., ...)`` retries each command up to 10 times on ``ConnectionError`` and
+``TimeoutError`` (backoff 10 ms to 1 s). The worker does its own retrying in its loops (the fetcher's
+claim, the processor's finishes, the lease keeper's next round). Either way a retried command is sent
+again as it was, so a script whose reply was lost (a timeout while Redis paused) can run more than once:
+every EchoMQ script is written so that its retry is harmless and answered truthfully (a claim's request
+id, the finishing calls' token; see :mod:`echomq.jobs` and :mod:`echomq.lanes`).
 
 For a ``redis.asyncio.RedisCluster`` the twins are cluster clients too (``redis.cluster.RedisCluster``,
 ``redis.asyncio.RedisCluster``), started from the nodes the bus's client knows (all of them once it has
@@ -101,7 +103,7 @@ def blocking_twin(
     twin = redis.ConnectionPool(
         connection_class=classes[kind], socket_timeout=socket_timeout, decode_responses=False, **options
     )
-    return redis.Redis(connection_pool=twin)
+    return redis.Redis.from_pool(twin)  # owns its pool: closing it closes its connections
 
 
 def async_twin(
@@ -124,7 +126,7 @@ def async_twin(
         decode_responses=False,
         **options,
     )
-    return redis.asyncio.Redis(connection_pool=twin)
+    return redis.asyncio.Redis.from_pool(twin)  # owns its pool: closing it closes its connections
 
 
 async def node_twin(

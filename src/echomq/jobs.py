@@ -22,8 +22,9 @@ Guarantees provided here:
   worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
   :func:`extend` answers ``Lease.REVOKED`` in the same case, so a worker can stop before side effects.
 * **Lost replies.** Any call can run in Redis and its reply never arrive (a timeout, a cut connection,
-  a Redis pause longer than the socket timeout); redis-py then retries the command (its default
-  ``Retry``: 10 retries on connection errors and timeouts) and the worker retries its finishing calls.
+  a Redis pause longer than the socket timeout); redis-py may retry the command (a client made as
+  ``Redis(host=...)`` does, 10 times; one made by ``from_url`` does not) and the worker retries its
+  finishing calls.
   Every call here is safe to retry and its retry answers truthfully, as each function's docstring says:
   a retried finish of this very claim is told what that claim's first call did (``DONE``, ``RETRYING``,
   ``DEAD``, ``RELEASED``), never ``STALE``: a completion is read from the row (done under the token),

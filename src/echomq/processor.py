@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("echomq.worker")
 
-# Backoff between tries of a finishing call that could not reach Redis (after redis-py's own retries).
+# Backoff between tries of a finishing call that could not reach Redis (after redis-py's own, if any).
 # The calls are fenced, so a retry is safe, and one whose first try landed but lost its reply is told
 # what that try did (DONE, RETRYING, DEAD, RELEASED), never STALE.
 _FINISH_RETRY_S = (0.1, 0.5, 2.0)

@@ -40,13 +40,14 @@ Guarantees
   worker picks them up without waiting for their leases. A second signal releases at once. Cancelling
   the task of :meth:`run` is a ``stop()``; cancelling it again releases at once.
 * **Lost replies.** A call can run in Redis and its reply be lost (a timeout, a cut connection, a Redis
-  pause longer than the socket timeout). redis-py retries each command itself (its default ``Retry``:
-  10 retries on connection errors and timeouts, backoff 10 ms to 1 s; :mod:`echomq._clients` keeps it
-  on the worker's own connections), the fetcher retries a claim with the same request id after the
-  loop's pause (:data:`_BACKOFF_S`), and the processor retries a finish (``complete``, ``fail``) up to 3
-  times. Every retry is harmless and answered truthfully: a retried claim gets the jobs the lost one
-  claimed (no try spent, none stranded for a lease), a retried finish is told what the first one did.
-  A worker that stops while a claim has no answer asks once more and releases the jobs (try not counted).
+  pause longer than the socket timeout). Retries come from two places: redis-py's ``Retry`` when the
+  bus's client has one (a ``Redis(host=...)`` client retries 10 times; ``from_url`` clients and the
+  worker's own connections do not, see :mod:`echomq._clients`), and the worker's loops: the fetcher
+  retries a claim with the same request id after the loop's pause (:data:`_BACKOFF_S`), the processor
+  retries a finish (``complete``, ``fail``; ``release`` at shutdown) 3 times, the lease keeper renews at
+  its next round. Every retry is harmless and answered truthfully: a retried claim gets the jobs the
+  lost one claimed (no try spent, none stranded for a lease), a retried finish is told what the first
+  one did. A worker that stops while a claim has no answer asks once more and releases its jobs.
 * **Redis Cluster.** A bus on a ``redis.asyncio.RedisCluster`` client works the same way, with the same
   guarantees: every key of the bus is in one slot, so every script runs on the node that owns it. What
   differs is throughput, not outcome: the completes of one event-loop turn and the lease renewals of one

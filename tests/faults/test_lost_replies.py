@@ -1,0 +1,259 @@
+"""Lost replies, for real: a redis-server is SIGSTOPped for longer than the client's socket timeout while
+a call is in flight, then SIGCONTed. The call ran when Redis resumed, but its reply went to a connection
+the client had given up on; redis-py (or the worker) retried it. Each retry must be harmless and its
+answer truthful: a claim's jobs reach a handler under the try that claim spent, a finish is told what
+the first try did, and nothing is dead-lettered without a handler having run it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from echomq import Bus, Failure, Finish, Job, RedisUnavailable, Release, Worker, ids
+from echomq.scripts import KEY_COUNTS, source
+from echomq.server import RedisProcess
+from tests.support.workers import eventually, running
+
+SOCKET_TIMEOUT_S = 0.5  # the clients' socket timeout; every pause below outlasts it
+PAUSE_S = 2.0
+
+
+@pytest.fixture
+def server() -> Iterator[RedisProcess]:
+    """A redis-server of this test's own (it is stopped and continued), always continued at the end."""
+    process = RedisProcess(appendonly=False)
+    process.start()
+    try:
+        yield process
+    finally:
+        _signal(process, signal.SIGCONT)
+        process.close()
+
+
+def _signal(server: RedisProcess, sig: signal.Signals) -> None:
+    assert server.process is not None
+    if server.process.poll() is None:
+        os.kill(server.process.pid, sig)
+
+
+def pause(server: RedisProcess, seconds: float | None = PAUSE_S) -> None:
+    """SIGSTOP the server now; SIGCONT it after ``seconds`` (None: the test continues it)."""
+    _signal(server, signal.SIGSTOP)
+    if seconds is not None:
+        timer = threading.Timer(seconds, _signal, (server, signal.SIGCONT))
+        timer.daemon = True
+        timer.start()
+
+
+@contextlib.asynccontextmanager
+async def bus_on(server: RedisProcess, *, retries: int | None = None) -> AsyncIterator[Bus]:
+    """A Bus whose client gives up on a reply after SOCKET_TIMEOUT_S; redis-py's default Retry of a
+    ``Redis(host=...)`` client (10 retries) unless ``retries`` is given (0: the caller sees
+    RedisUnavailable, as with a ``from_url`` client)."""
+    options: dict[str, Any] = {"socket_timeout": SOCKET_TIMEOUT_S}
+    if retries is not None:
+        options["retry"] = Retry(NoBackoff(), retries)
+    client = redis.asyncio.Redis(host="127.0.0.1", port=server.port, **options)
+    async with Bus(client, tag=f"lost{os.getpid()}") as bus:
+        for name in KEY_COUNTS:  # loaded: a first EVALSHA in flight would only run into NOSCRIPT
+            await bus.redis.script_load(source(name))
+        # Pooled connections open before the pause: a command that has to connect during it fails in
+        # the handshake, before it is sent, and so would lose nothing.
+        await asyncio.gather(*(bus.redis.ping() for _ in range(8)))
+        yield bus
+
+
+def counters(server: RedisProcess, bus: Bus) -> dict[str, int]:
+    client = redis.Redis.from_url(server.url)
+    try:
+        raw: dict[bytes, bytes] = client.hgetall(bus.keys.stats)  # type: ignore[assignment]
+    finally:
+        client.close()
+    return {k.decode(): int(v) for k, v in raw.items()}
+
+
+async def _one_job(bus: Bus, max_attempts: int = 1) -> str:
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"p", max_attempts=max_attempts)
+    return job
+
+
+async def test_a_claim_whose_reply_is_lost_in_a_pause_hands_its_job_to_the_retry(server):
+    """A claim in flight across a pause: redis-py's retry gets the job the first run claimed, same token,
+    one try spent, and completing it is DONE; nothing is left active or dead."""
+    async with bus_on(server) as bus:
+        job = await _one_job(bus)
+        pause(server)
+        claims = await bus.claim(lease_ms=30_000)
+        assert [(c.job, c.token, c.tries) for c in claims] == [(job, 1, 1)]
+        seen = counters(server, bus)
+        assert (seen.get("claimed"), seen.get("replayed", 0) >= 1) == (1, True)  # the reply was lost
+        assert await bus.complete(claims[0], b"ok") is Finish.DONE
+        info = await bus.inspect(job)
+        assert (info.state.value, info.tries, info.attempts) == ("done", 1, 1)
+        assert await bus.dead_jobs() == []
+
+
+async def test_a_complete_whose_reply_is_lost_in_a_pause_answers_done(server):
+    """A complete in flight across a pause: its retry answers DONE (that claim finished the job), and
+    the job was completed once, with no stale refusal counted."""
+    async with bus_on(server) as bus:
+        job = await _one_job(bus)
+        [claim] = await bus.claim()
+        pause(server)
+        assert await bus.complete(claim, b"result") is Finish.DONE
+        seen = counters(server, bus)
+        assert (seen.get("completed"), seen.get("stale", 0)) == (1, 0)
+        assert (await bus.inspect(job)).result == b"result"
+
+
+@pytest.mark.parametrize(
+    ("retryable", "expected", "state"),
+    [(True, Failure.RETRYING, "queued"), (False, Failure.DEAD, "dead")],
+)
+async def test_a_fail_whose_reply_is_lost_in_a_pause_answers_what_it_did(server, retryable, expected, state):
+    """A fail in flight across a pause: its retry answers RETRYING (or DEAD), not STALE, and the failure
+    was recorded once."""
+    async with bus_on(server) as bus:
+        job = await _one_job(bus, max_attempts=3)
+        [claim] = await bus.claim()
+        pause(server)
+        assert await bus.fail(claim, "boom", retryable=retryable, delay_ms=0) is expected
+        seen = counters(server, bus)
+        assert (seen.get("retried", 0) + seen.get("dead", 0), seen.get("stale", 0)) == (1, 0)
+        assert (await bus.inspect(job)).state.value == state
+
+
+async def test_a_release_whose_reply_is_lost_in_a_pause_answers_released(server):
+    """A release in flight across a pause: its retry answers RELEASED, the try is given back once."""
+    async with bus_on(server) as bus:
+        job = await _one_job(bus, max_attempts=3)
+        [claim] = await bus.claim()
+        pause(server)
+        assert await bus.release(claim) is Release.RELEASED
+        seen = counters(server, bus)
+        assert (seen.get("released"), seen.get("stale", 0)) == (1, 0)
+        info = await bus.inspect(job)
+        assert (info.state.value, info.tries) == ("queued", 0)
+
+
+class PausingBus(Bus):
+    """A bus that, once armed, SIGSTOPs its server just before the first claim with a job to claim is
+    sent (the test's way to have a real claim in flight across a real pause; Redis is untouched)."""
+
+    def __init__(self, bus: Bus, server: RedisProcess, seconds: float | None) -> None:
+        super().__init__(bus.redis, bus.tag, bus.settings)
+        self.server = server
+        self.seconds = seconds
+        self.armed = False
+        self.fired = False
+
+    async def claim_batch(self, *args: Any, **kwargs: Any) -> Any:
+        if self.armed and not self.fired:
+            client = redis.Redis(port=self.server.port)
+            try:
+                ready = client.llen(self.keys.ring) > 0
+            finally:
+                client.close()
+            if ready:
+                self.fired = True
+                pause(self.server, self.seconds)
+        return await super().claim_batch(*args, **kwargs)
+
+
+def _blocked(server: RedisProcess) -> bool:
+    """True once a client (the idle worker's pickup) blocks in BLPOP on the server."""
+    client = redis.Redis(port=server.port)
+    try:
+        return any(entry.get("cmd") == "blpop" for entry in client.client_list())
+    finally:
+        client.close()
+
+
+def _events(caplog: pytest.LogCaptureFixture, event: str) -> list[logging.LogRecord]:
+    return [record for record in caplog.records if getattr(record, "event", None) == event]
+
+
+async def _done_or_dead(bus: Bus, job: str) -> bool:
+    try:
+        return (await bus.inspect(job)).state.value in ("done", "dead")
+    except RedisUnavailable:  # the server is stopped right now
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("retries", [None, 0], ids=["redis-py-retries", "worker-retries"])
+async def test_a_worker_whose_claim_reply_is_lost_runs_the_job_and_dead_letters_nothing(
+    server, retries, caplog
+):
+    """A worker's claim in flight across a pause (retried by redis-py, or after RedisUnavailable by the
+    worker with the same request id): the max_attempts=1 job runs in a handler and completes; it is
+    never dead-lettered by its lease running out."""
+    ran: list[str] = []
+
+    async def handler(job: Job) -> bytes:
+        ran.append(job.id)
+        return b"ran"
+
+    async with bus_on(server, retries=retries) as plain:
+        bus = PausingBus(plain, server, PAUSE_S)
+        worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=0.5)
+        with caplog.at_level(logging.DEBUG, logger="echomq"):
+            async with running(worker):
+                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+                bus.armed = True
+                job = await _one_job(bus)  # its wake token starts the claim that the pause catches
+                await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+        info = await bus.inspect(job)
+        assert (info.state.value, info.error, info.tries) == ("done", None, 1)
+        assert bus.fired
+        assert ran == [job]
+        assert await bus.dead_jobs() == []
+        assert counters(server, bus).get("replayed", 0) >= 1  # the lost claim's job, handed out again
+        if retries == 0:
+            assert _events(caplog, "worker.redis_error")  # the worker saw the claim fail, and retried it
+
+
+@pytest.mark.slow
+async def test_a_worker_stopping_with_a_claim_unanswered_releases_its_jobs(server, caplog):
+    """A worker stopped after its claim's reply was lost leaves no job active: the claim's job is back in
+    its lane with the try not counted (released), never stranded for a lease."""
+    release = asyncio.Event()
+
+    async def handler(job: Job) -> bytes:
+        await release.wait()  # if the worker's retry got the job first, shutdown releases it
+        return b"ran"
+
+    async with bus_on(server, retries=0) as plain:
+        bus = PausingBus(plain, server, None)
+        worker = Worker(bus, handler, concurrency=1, lease_ms=30_000, sweep_every_s=0.5, grace_s=0)
+        with caplog.at_level(logging.DEBUG, logger="echomq"):
+            task = asyncio.create_task(worker.run())
+            try:
+                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+                bus.armed = True
+                job = await _one_job(bus)
+                await eventually(lambda: _events(caplog, "worker.redis_error"), 10, "the claim failed")
+                _signal(server, signal.SIGCONT)
+                await eventually(lambda: counters(server, bus).get("claimed") == 1, 10, "the claim ran")
+            finally:
+                worker.stop()
+                await asyncio.wait_for(task, 30)
+                release.set()
+        assert bus.fired
+        info = await bus.inspect(job)
+        assert (info.state.value, info.tries, info.attempts) == ("queued", 0, 1)
+        assert counters(server, bus).get("released") == 1
