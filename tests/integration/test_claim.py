@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from echomq import NewJob, ids
+import pytest
+
+from echomq import InvalidOption, NewJob, ids, lanes
 
 
 async def _fill(bus, lanes: dict[str, int]) -> dict[str, list[str]]:
@@ -226,3 +228,68 @@ async def test_owner_is_recorded_and_defaults_to_empty(bus, probe):
     assert probe.row(jobs["A"][0])["owner"] == b""
     assert probe.row(jobs["A"][1])["owner"] == b"host:1234"
     probe.check()
+
+
+async def test_a_claim_retried_with_its_request_id_gets_the_same_jobs_and_spends_no_try(bus, probe):
+    """A claim retried with its request id (its reply was lost) gets the same jobs under the same tokens
+    and tries, leases renewed, and claims nothing new; only the 'replayed' counter moves."""
+    jobs = await _fill(bus, {"A": 2, "B": 1})
+    first = await bus.claim_batch(count=2, lease_ms=5_000, request="req-1")
+    assert [c.job for c in first.jobs] == [jobs["A"][0], jobs["B"][0]]
+    again = await bus.claim_batch(count=3, lease_ms=60_000, request="req-1")
+    assert [(c.job, c.lane, c.token, c.tries, c.payload) for c in again.jobs] == [
+        (c.job, c.lane, c.token, c.tries, c.payload) for c in first.jobs
+    ]
+    assert all(c.deadline_ms == again.server_ms + 60_000 for c in again.jobs)
+    assert probe.members("active") == {c.job: c.deadline_ms for c in again.jobs}
+    assert probe.lane("A") == [jobs["A"][1]]  # not claimed by the retry
+    counters = probe.counters()
+    assert (counters["claimed"], counters["replayed"]) == (2, 2)
+    assert [probe.row(c.job)["tries"] for c in again.jobs] == [b"1", b"1"]
+    probe.check()
+
+
+async def test_a_retried_claim_gets_only_the_jobs_it_still_holds(bus, probe):
+    """A retried claim leaves out a job that left active since (finished, or reaped and re-claimed)."""
+    jobs = await _fill(bus, {"A": 1, "B": 1, "C": 1})
+    first = await bus.claim(count=3, lease_ms=60_000, request="req-2")
+    done, reaped, held = first
+    await bus.complete(done)
+    probe.expire(reaped.job)  # simulates its lease running out
+    await bus.sweep()
+    [other] = await bus.claim(request="someone-else")
+    assert (other.job, other.token) == (reaped.job, 2)
+    again = await bus.claim(count=3, request="req-2")
+    assert [(c.job, c.token) for c in again] == [(held.job, held.token)]
+    assert probe.check() == {jobs["A"][0]: "done", jobs["B"][0]: "active", jobs["C"][0]: "active"}
+
+
+async def test_a_claim_that_got_nothing_is_retried_as_a_new_claim(bus, probe):
+    """A claim that found nothing records nothing, so its retry claims what is there now."""
+    assert await bus.claim(request="req-3") == []
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"")
+    [claim] = await bus.claim(request="req-3")
+    assert (claim.job, claim.token) == (job, 1)
+    assert probe.counters().get("replayed", 0) == 0
+
+
+async def test_a_claim_records_its_jobs_for_one_lease(bus, probe):
+    """The record of a claim that got jobs expires with its lease; without a request id none is kept."""
+    await _fill(bus, {"A": 2})
+    await bus.claim(lease_ms=5_000, request="req-4")
+    record = bus.keys.claim_record("req-4")
+    assert 0 < probe.client.pttl(record) <= 5_000
+    keys, args = lanes.claim_call(bus, 1, 5_000, "", "")
+    await bus.scripts.run("claim", keys, args)  # no request id (the benchmark's raw claims)
+    assert [k.decode() for k in probe.client.scan_iter(match=f"{bus.keys.prefix}claim:*")] == [record]
+
+
+async def test_an_ill_formed_request_id_is_refused_before_anything_is_sent(bus, probe):
+    """A request id that is not 0-64 characters of [A-Za-z0-9_.:-] raises InvalidOption; nothing changes."""
+    await _fill(bus, {"A": 1})
+    before = probe.snapshot()
+    for bad in ("has space", "x" * 65, "{tag}", 7):
+        with pytest.raises(InvalidOption):
+            await bus.claim(request=bad)
+    probe.assert_unchanged(before)

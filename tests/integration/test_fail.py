@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from echomq import Bus, Failure, Finish, InvalidLane, Settings, ids, jobs
+from echomq import Bus, Failure, Finish, InvalidLane, Release, Settings, ids, jobs
 from tests.support.probe import Probe
 
 
@@ -185,3 +185,42 @@ async def test_fail_with_a_claim_naming_another_lane_is_refused(bus, probe):
         await bus.fail(dataclasses.replace(claim, lane="M"), "boom")
     probe.check()
     probe.assert_unchanged(before)
+
+
+@pytest.mark.parametrize(
+    ("retryable", "outcome", "state"), [(True, Failure.RETRYING, "queued"), (False, Failure.DEAD, "dead")]
+)
+async def test_a_second_fail_of_the_same_claim_answers_what_the_first_did(
+    bus, probe, retryable, outcome, state
+):
+    """A fail retried after its reply was lost is told what the first one did (RETRYING or DEAD), even
+    once the job was claimed again; nothing changes and no counter moves."""
+    claim = await _claimed(bus, probe, max_attempts=5)
+    assert await bus.fail(claim, "boom", retryable=retryable, delay_ms=0) is outcome
+    assert probe.check() == {claim.job: state}
+    before = probe.snapshot()
+    assert await bus.fail(claim, "boom", retryable=retryable, delay_ms=0) is outcome
+    probe.assert_unchanged(before)
+    if retryable:
+        [again] = await bus.claim()
+        assert again.token == claim.token + 1
+        before = probe.snapshot()
+        assert await bus.fail(claim, "boom", delay_ms=0) is Failure.RETRYING
+        assert await bus.fail(claim, "boom", retryable=False) is Failure.RETRYING  # what it did, not asks
+        probe.assert_unchanged(before)
+        assert probe.check() == {claim.job: "active"}
+
+
+async def test_a_fail_retried_after_four_later_endings_is_stale(bus, probe):
+    """A row remembers the last 4 fail/release endings: a retry older than that is answered STALE."""
+    first = await _claimed(bus, probe, max_attempts=10)
+    assert await bus.fail(first, "boom", delay_ms=0) is Failure.RETRYING
+    for _ in range(3):
+        [later] = await bus.claim()
+        assert await bus.release(later) is Release.RELEASED
+    assert await bus.fail(first, "boom", delay_ms=0) is Failure.RETRYING  # 4 endings kept: still known
+    [fifth] = await bus.claim()
+    assert await bus.fail(fifth, "boom", delay_ms=0) is Failure.RETRYING
+    before = probe.snapshot()
+    assert await bus.fail(first, "boom", delay_ms=0) is Failure.STALE
+    probe.assert_unchanged(before, stale=1)
