@@ -181,7 +181,11 @@ class Model:
         self.standings[player] = standing
 
     def finish(self, claim: Claim) -> Finish:
-        """handle(): the effect and the completion if the claim is current, else stale."""
+        """handle(): the effect and the completion if the claim is current; DONE again if this very
+        claim completed the job (a retry of its call, whose reply was lost); else stale."""
+        job = self.jobs[claim.job]
+        if job.state == "done" and job.token == claim.token:
+            return Finish.DONE
         if not self.is_current(claim):
             self.counters["stale"] += 1
             return Finish.STALE
@@ -302,7 +306,7 @@ class GameMachine(RuleBasedStateMachine):
         outcome = self.run(score_worker.handle(self.game, Job(claim)))
         assert outcome is self.model.finish(claim)
         if not current:
-            self.unchanged(before, stale=1)
+            self.unchanged(before, **({"stale": 1} if outcome is Finish.STALE else {}))
         return outcome
 
     def reap(self, jobs: list[ModelJob]) -> None:
@@ -456,7 +460,8 @@ class GameMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.stale_claims())
     @rule(data=st.data())
     def finish_stale(self, data: st.DataObject) -> None:
-        """A claim whose lease was reaped (or that already finished) finishes: stale, nothing changes."""
+        """A claim whose lease was reaped finishes: stale; one that already finished (a retry): done.
+        Nothing changes either way."""
         claim = data.draw(st.sampled_from(self.stale_claims()))
         for pool in (self.held, self.late):
             if claim in pool:
