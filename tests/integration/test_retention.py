@@ -8,6 +8,7 @@ The rows' ttls are real (0 ms, or a short one): nothing here moves a score to si
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 import redis
@@ -92,7 +93,8 @@ async def test_each_complete_trims_the_two_oldest_expired_done_rows_first(bus_wi
 
 async def test_a_tombstone_trimmed_by_a_complete_still_answers_duplicate_and_conflict(bus_with):
     """Rows trimmed on the finish path keep tombstone semantics: within the dedup window the same id is
-    DUPLICATE (same lane and payload) or CONFLICT (other), nothing changes, and its old claim is STALE."""
+    DUPLICATE (same lane and payload) or CONFLICT (other), nothing changes, and a retry of its own
+    complete is still told DONE."""
     bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
     first, second, third = await _finished(bus, 3)
     assert set(probe.members("done")) == {third.job}
@@ -106,7 +108,8 @@ async def test_a_tombstone_trimmed_by_a_complete_still_answers_duplicate_and_con
         assert await bus.enqueue(claim.job, lane="L", payload=b"other") is Admission.CONFLICT
         assert await bus.enqueue(claim.job, lane="M", payload=payload) is Admission.CONFLICT
     probe.assert_unchanged(before, duplicate=2, conflict=4)
-    assert await bus.complete(first) is Finish.STALE
+    assert await bus.complete(first) is Finish.DONE
+    probe.assert_unchanged(before, duplicate=2, conflict=4)
 
 
 async def test_a_zero_dedup_window_makes_a_complete_delete_the_rows_it_trims(bus_with):
@@ -135,11 +138,13 @@ async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with
 
 
 async def test_a_stale_complete_trims_nothing(bus_with):
-    """A complete refused as stale changes nothing but the stale counter, expired rows included."""
+    """A complete refused as stale changes nothing but the stale counter, and a retry of a complete that
+    landed (answered DONE) changes nothing at all, expired rows included."""
     bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
     [first] = await _finished(bus, 1)
     before = probe.snapshot()
-    assert await bus.complete(first) is Finish.STALE
+    assert await bus.complete(dataclasses.replace(first, token=first.token + 1)) is Finish.STALE
+    assert await bus.complete(first) is Finish.DONE
     probe.assert_unchanged(before, stale=1)
 
 
