@@ -75,17 +75,19 @@ end
 local record = request ~= '' and redis.call('GET', recordKey)
 if record then
   local reply = {now, next_due(), 0}
+  local held = {}  -- every row is read before the first write (a refusal on a cluster changes nothing)
   for jobId, token in string.gmatch(record, '(%S+) (%d+)') do
-    local jobKey = prefix .. 'job:' .. jobId
-    local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'lane', 'payload', 'tries', 'max')
-    if row[1] == 'active' and row[2] == token then
-      redis.call('ZADD', activeKey, deadline, jobId)
-      redis.call('HSET', jobKey, 'deadline', deadline)
-      local i = #reply
-      reply[3] = reply[3] + 1
-      reply[i + 1], reply[i + 2], reply[i + 3], reply[i + 4] = jobId, row[3], tonumber(token), row[4]
-      reply[i + 5], reply[i + 6], reply[i + 7] = deadline, tonumber(row[5]), tonumber(row[6])
-    end
+    local row = redis.call('HMGET', prefix .. 'job:' .. jobId, 'state', 'attempts', 'lane', 'payload', 'tries', 'max')
+    if row[1] == 'active' and row[2] == token then held[#held + 1] = {jobId, token, row} end
+  end
+  for _, entry in ipairs(held) do
+    local jobId, token, row = entry[1], entry[2], entry[3]
+    redis.call('ZADD', activeKey, deadline, jobId)
+    redis.call('HSET', prefix .. 'job:' .. jobId, 'deadline', deadline)
+    local i = #reply
+    reply[3] = reply[3] + 1
+    reply[i + 1], reply[i + 2], reply[i + 3], reply[i + 4] = jobId, row[3], tonumber(token), row[4]
+    reply[i + 5], reply[i + 6], reply[i + 7] = deadline, tonumber(row[5]), tonumber(row[6])
   end
   if reply[3] > 0 then redis.call('HINCRBY', statsKey, 'replayed', reply[3]) end
   redis.call('PEXPIRE', recordKey, leaseMs)
