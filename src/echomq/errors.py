@@ -75,7 +75,10 @@ class ScriptError(EchoMQError):
 
 
 class RedisUnavailable(EchoMQError, ConnectionError):
-    """Redis could not be reached, or the call timed out. The call's effect is unknown."""
+    """Redis could not be reached, or the call timed out. The call's effect is unknown.
+
+    On a cluster also: the bus's slot is being resharded and the call was refused (TRYAGAIN) until the
+    client's redirections ran out; then nothing was done. Either way, calling again later is the remedy."""
 
 
 class Permanent(EchoMQError):
@@ -90,6 +93,10 @@ _UNREACHABLE = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
     redis.exceptions.RedisClusterException,  # a cluster client that cannot reach a node, or a slot's owner
+    # A slot being resharded refused the call (TRYAGAIN: its keys are split between two nodes) until the
+    # client's redirections ran out ("TTL exhausted"): nothing was done, and a later call may run.
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterError,
 )
 
 
