@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from echomq import ids
 from echomq._validate import check_int
-from echomq.errors import translate_redis_errors
+from echomq.errors import RedisUnavailable, translate_redis_errors
 from echomq.jobs import _code, run_each
 from echomq.keyspace import JOB_BRAND
 
@@ -62,11 +62,16 @@ def retry_dead_call(bus: Bus, job: str, request: str) -> tuple[list[str], list[A
 async def retry_dead(bus: Bus, job: str) -> bool:
     """Return a dead job to its lane with a fresh budget of tries; False if it is not dead.
 
-    A lost reply, retried, answers ``True`` (this call moved it); see the module doc."""
+    A lost reply, retried, answers ``True`` (this call moved it); see the module doc. On a cluster whose
+    slot is being resharded, a job whose lane is not on the node that runs the script stays dead and
+    :class:`RedisUnavailable` says to try again later (in :func:`retry_dead_many` it is not moved)."""
     keys, args = retry_dead_call(bus, job, new_request())
     with translate_redis_errors():
         reply = await bus.scripts.run("retry_dead", keys, args)
-    return _code("retry_dead", reply, job) in _MOVED
+    code = _code("retry_dead", reply, job)
+    if code == -3:
+        raise RedisUnavailable(f"the bus's slot is being resharded: job {job} stays dead, try again later")
+    return code in _MOVED
 
 
 async def retry_dead_many(bus: Bus, jobs: Sequence[str], request: str) -> list[bool]:

@@ -51,6 +51,7 @@ from echomq.errors import (
     InvalidPayload,
     InvalidToken,
     PayloadTooLarge,
+    RedisUnavailable,
     ScriptError,
     UnknownJob,
     translate_redis_errors,

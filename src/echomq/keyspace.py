@@ -20,6 +20,8 @@ key                    type    holds
 ``waiting``            hash    lane -> claim serial since it waits (its fairness lag)
 ``sweep:lock``         string  held for one sweep period so N workers sweep about once
 ``claim:<request>``    string  what one claim claimed ('id token ...'), for one lease: its retry's answer
+``slot-probe:1``, 2    --      never written: a script reads both to learn whether the slot
+                               is being resharded (``lua/includes/slot.lua``)
 =====================  ======  ===========================================================
 """
 

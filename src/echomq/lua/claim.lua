@@ -1,8 +1,9 @@
 --[[
   claim: move up to N jobs from their lanes to active, one lane per step of the ring.
 
-  Called by echomq.lanes.claim. Each step: LMOVE ring ring LEFT RIGHT rotates the ring and names the
-  next lane; ZPOPMIN takes that lane's head (lowest priority, then lowest id = earliest minted); the
+  Called by echomq.lanes.claim. Each step first reads what it will touch: LINDEX ring 0 names the next
+  lane, ZRANGE lane 0 0 its head (lowest priority, then lowest id = earliest minted), then that job's
+  row. Only then does it write: LMOVE ring ring LEFT RIGHT rotates the ring, ZPOPMIN takes the head; the
   row becomes active with attempts + 1 (the fencing token) and tries + 1 (spent against max
   attempts); ZADD active places it at the lease deadline, TIME + lease, from the server clock. A lane
   left empty leaves the ring (it is at the ring's right end just after the LMOVE, so RPOP removes
@@ -17,7 +18,12 @@
   that leaves jobs behind (a full batch) pushes a token when the list is empty, so the wake-up passes
   on to the next idle worker instead of stopping at this one.
 
-  Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of KEYS).
+  Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of
+  KEYS), so they cannot be declared. While the slot is being resharded (include "slot"), a step whose
+  lane or job is not on this node stops the claim before that step's first write: the jobs claimed by
+  the earlier steps are in active and returned, that job stays where it is, and 'slot_moving' counts
+  the stop. A claim that meets the slot elsewhere from the start claims nothing (the caller tries
+  again, as after an empty claim).
 
   Lost reply: a claim's reply can be lost after the script ran (a timeout, a cut, a Redis pause longer
   than the client's socket timeout); its jobs are then active under tokens nobody holds. So a claim
@@ -61,6 +67,8 @@ local ringKey, activeKey, delayedKey, wakeKey, statsKey, waitingKey = KEYS[1], K
 local recordKey = KEYS[7]
 local prefix, leaseMs, count, owner, request = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 
+-- @include "slot"
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + leaseMs
@@ -96,28 +104,43 @@ end
 
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 local lagMax = tonumber(redis.call('HGET', statsKey, 'lag_max') or '0')
+local moving = slot_moving(prefix)
+local ringLen = redis.call('LLEN', ringKey)  -- tracked: an emptied ring is not read again
 local out = {}
 local n = 0
 local claimed = {}  -- 'id token' of each claimed job, the record a retry answers from
 local misses = 0
+local elsewhere = 0
 
-while n < count do
-  local lane = redis.call('LMOVE', ringKey, ringKey, 'LEFT', 'RIGHT')
-  if not lane then break end
+while n < count and ringLen > 0 do
+  -- Every key of the step is read before its first write (see include "slot").
+  local lane = redis.call('LINDEX', ringKey, 0)
   local laneKey = prefix .. 'lane:' .. lane
-  local head = redis.call('ZPOPMIN', laneKey)
-  local drained = redis.call('ZCARD', laneKey) == 0
+  if moving and not here(laneKey) then elsewhere = 1 break end
+  local head = redis.call('ZRANGE', laneKey, 0, 0)
+  local depth = redis.call('ZCARD', laneKey)
+  local jobId = head[1]
+  local jobKey = nil
+  local row = nil
+  if jobId then
+    jobKey = prefix .. 'job:' .. jobId
+    if moving and not here(jobKey) then elsewhere = 1 break end
+    row = redis.call('HMGET', jobKey, 'payload', 'max', 'due')
+  end
   local since = tonumber(redis.call('HGET', waitingKey, lane) or serial)
+
+  redis.call('LMOVE', ringKey, ringKey, 'LEFT', 'RIGHT')
+  local drained = depth <= 1
+  if jobId then redis.call('ZPOPMIN', laneKey) end
   if drained then
+    -- The lane is at the ring's right end just after the LMOVE: RPOP removes it.
     redis.call('RPOP', ringKey)
     redis.call('HDEL', waitingKey, lane)
+    ringLen = ringLen - 1
   end
-  if head[1] then
-    local jobId = head[1]
-    local jobKey = prefix .. 'job:' .. jobId
+  if jobId then
     local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
     local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
-    local row = redis.call('HMGET', jobKey, 'payload', 'max', 'due')
     redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner)
     if row[3] then  -- the first claim since its promotion from delayed: how late it starts
       redis.call('HSET', jobKey, 'late', now - tonumber(row[3]))
@@ -150,7 +173,8 @@ if n > 0 then
   redis.call('HSET', statsKey, 'lag_max', lagMax)
   if request ~= '' then redis.call('SET', recordKey, table.concat(claimed, ' '), 'PX', leaseMs) end
 end
-if redis.call('LLEN', ringKey) == 0 then
+if elsewhere > 0 then redis.call('HINCRBY', statsKey, 'slot_moving', 1) end
+if ringLen == 0 then
   redis.call('DEL', wakeKey)
 elseif redis.call('LLEN', wakeKey) == 0 then
   redis.call('LPUSH', wakeKey, '1')  -- jobs left behind: pass the wake-up on to the next idle worker

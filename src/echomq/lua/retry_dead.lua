@@ -9,7 +9,10 @@
   was lost tells the truth (moved), and one `retry --all` run retries each dead job at most once, even
   if a worker dead-letters it again before the run ends.
 
-  Lane keys are built from ARGV[2] (the bus prefix, whose hash tag puts them in the slot of KEYS).
+  The lane key is built from ARGV[2] (the bus prefix, whose hash tag puts it in the slot of KEYS) and
+  the row's lane, so it cannot be declared. It is read before the first write: while the slot is being
+  resharded (include "slot") and the lane is not on this node (moved, or empty everywhere: this node
+  cannot tell which), the job stays dead and the caller is told to try again later.
 
   Input:
     KEYS[1] job   (hash)  the row
@@ -29,6 +32,7 @@
     { 2, state }     this request moved it already (a retried call); nothing changed
     { 0, state }     not dead (or a trimmed dead tombstone, whose payload is gone); nothing changed
     {-1, '' }        no row for that id
+    {-3, lane }      the slot is being resharded and the lane is not on this node; nothing changed
 ]]
 local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobId, prefix, wakeCap, request = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
@@ -38,7 +42,13 @@ if not row[1] then return {-1, ''} end
 if row[5] == request then return {2, row[1]} end
 if row[1] ~= 'dead' or row[4] then return {0, row[1]} end  -- a trimmed tombstone has no payload left
 
+-- @include "slot"
+
 local laneKey = prefix .. 'lane:' .. row[2]
+if slot_moving(prefix) and not here(laneKey) then
+  redis.call('HINCRBY', statsKey, 'slot_moving', 1)
+  return {-3, row[2]}
+end
 redis.call('ZREM', deadKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
 if redis.call('ZCARD', laneKey) == 1 then

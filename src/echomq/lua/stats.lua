@@ -5,7 +5,8 @@
   the first ARGV[2] lanes of the ring are also returned with their depth and fairness lag: the number of
   claims served since the lane was last served, or became non-empty (waiting[lane], see claim.lua).
 
-  Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
+  Lane keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot). While the
+  slot is being resharded (include "slot"), a lane that is not on this node counts as depth 0.
 
   Input:
     KEYS[1] stats   (hash)  counters
@@ -27,13 +28,17 @@ local statsKey, ringKey, delayedKey, activeKey, doneKey, deadKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, detail = ARGV[1], tonumber(ARGV[2])
 
+-- @include "slot"
+
+local moving = slot_moving(prefix)
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 local ring = redis.call('LRANGE', ringKey, 0, -1)
 local queued = 0
 local lanes = {}
 for i, lane in ipairs(ring) do
   local laneKey = prefix .. 'lane:' .. lane
-  local depth = redis.call('ZCARD', laneKey)
+  local depth = 0
+  if not moving or here(laneKey) then depth = redis.call('ZCARD', laneKey) end
   queued = queued + depth
   if i <= detail then
     local lag = serial - tonumber(redis.call('HGET', waitingKey, lane) or serial)

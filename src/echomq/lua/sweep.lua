@@ -23,7 +23,12 @@
   empty claim clears the list).
 
   Only the server clock is read (TIME): worker clocks, skewed or not, never decide a lease.
-  Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot).
+  Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot), so
+  they cannot be declared. Each job's move reads its row and the lane it goes to before its first
+  write; while the slot is being resharded (include "slot") a job whose row or lane is not on this
+  node stops the sweep there: the jobs moved before it are whole, it and the rest stay where they are
+  for a later sweep, and 'slot_moving' counts the stop (a lane absent everywhere cannot be told from a
+  lane on the other node, so its jobs wait for the end of the move).
 
   Input:
     KEYS[1] active  (zset)    claimed ids by lease deadline (ms)
@@ -57,11 +62,24 @@ local resultTtl, dedupWindow, wakeCap = tonumber(ARGV[4]), tonumber(ARGV[5]), to
 local deadTtl = tonumber(ARGV[7])
 
 -- @include "trim"
+-- (include "slot" comes with "trim")
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 local queued = 0
+local moving = slot_moving(prefix)
+local elsewhere = false  -- a step found a key on another node: the sweep stopped there
+
+-- Read before a step's first write: may this step go on? While the slot moves, only when the row (and
+-- the lane it goes to, if any) are on this node; a lane that is absent everywhere counts as elsewhere
+-- too, since this node cannot tell the two apart (the job then waits for the end of the move).
+local function local_step(jobKey, lane)
+  if not moving then return true end
+  if here(jobKey) and (lane == nil or here(prefix .. 'lane:' .. lane)) then return true end
+  elsewhere = true
+  return false
+end
 
 local function toLane(jobId, jobKey, lane, priority)
   local laneKey = prefix .. 'lane:' .. lane
@@ -80,7 +98,9 @@ local due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'WITHSCORES', '
 for i = 1, #due, 2 do
   local jobId = due[i]
   local jobKey = prefix .. 'job:' .. jobId
+  if not local_step(jobKey, nil) then break end
   local row = redis.call('HMGET', jobKey, 'lane', 'priority')
+  if not local_step(jobKey, row[1]) then break end
   redis.call('ZREM', delayedKey, jobId)
   if row[1] then
     toLane(jobId, jobKey, row[1], row[2])
@@ -89,11 +109,15 @@ for i = 1, #due, 2 do
   end
 end
 
-if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
+if not elsewhere and (lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs)) then
   swept = 1
   for _, jobId in ipairs(redis.call('ZRANGEBYSCORE', activeKey, '-inf', '(' .. now, 'LIMIT', 0, limit)) do
     local jobKey = prefix .. 'job:' .. jobId
+    if not local_step(jobKey, nil) then break end
     local row = redis.call('HMGET', jobKey, 'lane', 'priority', 'tries', 'max')
+    local lane = row[1]
+    if row[1] and tonumber(row[3]) >= tonumber(row[4]) then lane = nil end  -- to dead, no lane
+    if not local_step(jobKey, lane) then break end
     redis.call('ZREM', activeKey, jobId)
     redis.call('HDEL', jobKey, 'deadline')
     if row[1] then
@@ -110,8 +134,10 @@ if lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs) then
   end
 end
 
-trimmed = trim_expired(doneKey, statsKey, prefix, now, resultTtl, dedupWindow, limit)
-  + trim_expired(deadKey, statsKey, prefix, now, deadTtl, dedupWindow, limit)
+if not elsewhere then
+  trimmed = trim_expired(doneKey, statsKey, prefix, now, resultTtl, dedupWindow, limit)
+    + trim_expired(deadKey, statsKey, prefix, now, deadTtl, dedupWindow, limit)
+end
 
 if promoted > 0 then redis.call('HINCRBY', statsKey, 'promoted', promoted) end
 if reclaimed > 0 then redis.call('HINCRBY', statsKey, 'reclaimed', reclaimed) end
@@ -119,7 +145,11 @@ if dead > 0 then redis.call('HINCRBY', statsKey, 'dead', dead) end
 local tokens = math.min(queued, wakeCap - redis.call('LLEN', wakeKey))
 for _ = 1, tokens do redis.call('LPUSH', wakeKey, '1') end
 
+if elsewhere then redis.call('HINCRBY', statsKey, 'slot_moving', 1) end
+
 local nextDue = -1
-local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
-if first[2] then nextDue = tonumber(first[2]) end
+if not moving or here(delayedKey) then  -- promotion may have emptied it (see include "slot")
+  local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+  if first[2] then nextDue = tonumber(first[2]) end
+end
 return {promoted, reclaimed, dead, trimmed, nextDue, swept, now}

@@ -11,6 +11,8 @@
 -- outpaces finishing at any throughput: the rows past their ttl never pile up beyond what expired since
 -- the last finish (the sweep takes those when the bus goes idle), and memory stays flat.
 
+-- @include "slot"
+
 -- Expired rows a finish trims from its set: more than the one row it adds.
 local TRIM_PER_FINISH = 2
 
@@ -27,14 +29,23 @@ local TRIM_PER_FINISH = 2
 local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
   local old = redis.call('ZRANGEBYSCORE', setKey, '-inf', now - ttl, 'WITHSCORES', 'LIMIT', 0, count)
   local trimmed = 0
+  local moving = nil  -- asked once, and only when a row is due
   for i = 1, #old, 2 do
     local jobId, finished = old[i], tonumber(old[i + 1])
     local jobKey = prefix .. 'job:' .. jobId
+    -- While the slot is being resharded, only a row on this node is trimmed (on the target an absent
+    -- row reads as empty though it may still be on the source), and it is not written anew: a key
+    -- this script deleted could not be written again on the source (see include "slot").
+    if moving == nil then moving = slot_moving(prefix) end
+    if moving and not here(jobKey) then break end
     local dropped = redis.pcall('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
       'retried_by', 'late')
     if type(dropped) ~= 'number' then break end  -- not served here: nothing of this row was written
     local kept = redis.call('HGETALL', jobKey)
-    if #kept > 0 then
+    if #kept > 0 and moving then
+      redis.call('HSET', jobKey, 'trimmed', now)
+      redis.call('PEXPIREAT', jobKey, finished + window)
+    elseif #kept > 0 then
       redis.call('DEL', jobKey)  -- written anew, the few small fields left take the compact encoding
       redis.call('HSET', jobKey, 'trimmed', now, unpack(kept))
       redis.call('PEXPIREAT', jobKey, finished + window)
