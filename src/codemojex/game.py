@@ -34,7 +34,7 @@ KEY_COUNTS: dict[str, int] = {
     "register": 5,
     "open_round": 3,
     "close_round": 1,
-    "credit": 3,
+    "credit": 4,
     "submit": 15,
     "score": 16,
     "lock": 4,

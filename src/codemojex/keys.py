@@ -15,7 +15,8 @@ key                         type    holds
 ``player:<PLR>``            hash    display name, created time
 ``players``                 zset    every player id, scored by registration time
 ``wallet:<PLR>``            hash    currency -> balance (never negative)
-``ledger:<PLR>``            list    append-only entries (JSON): currency, delta, balance, reason, job
+``ledger:<PLR>``            list    append-only entries (JSON): currency, delta, balance, reason, job, op
+``credits:<PLR>``           hash    OPR -> ``currency amount balance``: each credit's operation, once
 ``quota:<RND>``             hash    player -> guesses admitted in the round
 ``submitted:<RND>:<PLR>``   zset    the player's admitted JOB ids, scored by admission time
 ``charges:<RND>``           hash    JOB -> ``currency=amount`` it was charged
@@ -50,6 +51,7 @@ ROUND = "RND"
 PLAYER = "PLR"
 GUESS = "GES"
 JOB = "JOB"
+OPERATION = "OPR"  # names one call that must apply once however often it is retried (a credit, a close)
 
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -108,6 +110,9 @@ class GameKeys:
 
     def ledger(self, player_id: str) -> str:
         return f"{self.prefix}ledger:{check_id(player_id, PLAYER)}"
+
+    def credits(self, player_id: str) -> str:
+        return f"{self.prefix}credits:{check_id(player_id, PLAYER)}"
 
     def quota(self, round_id: str) -> str:
         return f"{self.prefix}quota:{check_id(round_id, ROUND)}"

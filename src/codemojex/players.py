@@ -60,7 +60,11 @@ def token_digest(token: str) -> str:
 
 async def register(game: Game, name: str, *, token: str | None = None) -> Player:
     """A new player with the starting grant (every credit in their ledger); with ``token`` (from
-    :func:`new_token`), that token names them from now on."""
+    :func:`new_token`), that token names them from now on.
+
+    A lost reply: the player may or may not exist, and a new call registers another one. redis-py's own
+    retry of the command after a timeout reuses the same id and arguments, so it grants once and
+    answers the first run's player."""
     display = check_name(name)
     digest = "" if token is None else check_digest(token_digest(_check_token(token)))
     player_id = ids.mint(PLAYER)

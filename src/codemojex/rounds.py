@@ -26,7 +26,7 @@ from codemojex.game import (
     encode_prices,
     translate_errors,
 )
-from codemojex.keys import ROUND, check_id
+from codemojex.keys import OPERATION, ROUND, check_id
 from echomq import ids
 
 MAX_DURATION_S = 366 * 24 * 3600
@@ -87,7 +87,11 @@ async def open_round(
 ) -> Round:
     """Open a round; defaults: a random keyboard of ``settings.keyboard_size`` emoji, the settings' price
     list, open now, until closed, no guess limit, a secret drawn with :mod:`secrets`. ``secret`` may be
-    given (an operator's fixed puzzle, and tests); it must be six keys of the keyboard."""
+    given (an operator's fixed puzzle, and tests); it must be six keys of the keyboard.
+
+    A lost reply: the round may or may not exist, and a new call opens another one. redis-py's own retry
+    of the command after a timeout reuses the same id and arguments, so it makes no second round and
+    answers the first one's times."""
     if keyboard is None:
         board = kb.random_keyboard(game.settings.keyboard_size if size is None else size)
     elif size is not None:
@@ -116,7 +120,7 @@ async def open_round(
             json.dumps(list(code), ensure_ascii=False),
         ],
     )
-    if int(reply[0]) != 1:  # a freshly minted id cannot exist
+    if int(reply[0]) != 1:  # a freshly minted id names this call alone (1 also on a retried run)
         raise ScriptError(f"open_round.lua answered {reply!r} for a fresh id")
     return await get_round(game, round_id)
 
@@ -177,9 +181,15 @@ async def current_round(game: Game) -> Round | None:
     return None
 
 
-async def close_round(game: Game, round_id: str) -> int:
-    """Close ``round_id`` now; its close time (server ms). :class:`RoundClosed` if it was closed already."""
-    reply = await game.run("close_round", [game.keys.round(round_id)], [check_id(round_id, ROUND)])
+async def close_round(game: Game, round_id: str, *, operation: str | None = None) -> int:
+    """Close ``round_id`` now; its close time (server ms). :class:`RoundClosed` if it was closed already
+    by another call (or its close time passed).
+
+    The close is named by ``operation`` (an ``OPR`` id, minted per call when none is given). A lost
+    reply: the round may or may not be closed; calling again with the same ``operation`` (redis-py's
+    own retry after a timeout does) answers the close time this operation set, never RoundClosed."""
+    op = ids.mint(OPERATION) if operation is None else check_id(operation, OPERATION)
+    reply = await game.run("close_round", [game.keys.round(round_id)], [check_id(round_id, ROUND), op])
     code = int(reply[0])
     if code == -1:
         raise UnknownRound(f"no round {round_id}")

@@ -10,6 +10,8 @@
 * Every debit and credit appends one ledger entry naming its currency, delta, the balance after it, its
   reason (``grant``, ``guess``, ``refund``, ``recharge``, or a credit's reason) and its JOB id (empty for
   a grant). Replaying the ledger gives the balances: :func:`reconcile` checks it.
+* A credit applies once per operation id (:func:`credit`), so a retried call, by the caller or by
+  redis-py after a timeout, never credits twice.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 
 from codemojex.errors import InvalidOption, UnknownPlayer
 from codemojex.game import Game, Prices, check_amount, check_currency, translate_errors
-from codemojex.keys import JOB, check_id
+from codemojex.keys import JOB, OPERATION, check_id
+from echomq import ids
 
 _REASON = re.compile(r"[a-z_]{1,32}")
 _RESERVED = frozenset({"guess", "refund", "recharge"})  # written only by the game's scripts
@@ -36,6 +39,7 @@ class LedgerEntry:
     balance: int  # after this entry
     reason: str
     job: str  # the JOB id, or "" for a grant
+    operation: str = ""  # the OPR id of a credit (empty for a grant or a guess's debit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,7 @@ def _entry(raw: bytes) -> LedgerEntry:
         balance=int(data["balance"]),
         reason=str(data["reason"]),
         job=str(data["job"]),
+        operation=str(data.get("op", "")),
     )
 
 
@@ -89,11 +94,24 @@ async def read_wallet(game: Game, player_id: str, *, ledger_limit: int = MAX_LED
 
 
 async def credit(
-    game: Game, player_id: str, currency: str, amount: int, *, reason: object = "credit", job: str = ""
+    game: Game,
+    player_id: str,
+    currency: str,
+    amount: int,
+    *,
+    reason: object = "credit",
+    job: str = "",
+    operation: str | None = None,
 ) -> int:
-    """Add ``amount`` of ``currency`` (a prize, a top-up, a grant); the new balance. The reasons of the
-    game's own entries (``guess``, ``refund``, ``recharge``) are refused: a dead guess's refund is
-    :func:`codemojex.refunds.refund`, once."""
+    """Add ``amount`` of ``currency`` (a prize, a top-up, a grant); the balance after it. The reasons of
+    the game's own entries (``guess``, ``refund``, ``recharge``) are refused: a dead guess's refund is
+    :func:`codemojex.refunds.refund`, once.
+
+    The credit applies once per ``operation`` (an ``OPR`` id; one is minted per call when none is
+    given). A lost reply: the credit may or may not have applied; call again with the same
+    ``operation`` (redis-py's own retry of the command after a timeout does exactly that) and it
+    applies at most once in all, answering the balance it produced. Reusing an operation id for another
+    currency or amount raises :class:`InvalidOption` and changes nothing."""
     check_currency(currency)
     check_amount("amount", amount)
     if not isinstance(reason, str) or not _REASON.fullmatch(reason) or reason in _RESERVED:
@@ -102,14 +120,17 @@ async def credit(
         )
     if job:
         check_id(job, JOB)
+    op = ids.mint(OPERATION) if operation is None else check_id(operation, OPERATION)
     keys = game.keys
     reply = await game.run(
         "credit",
-        [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id)],
-        [currency, amount, reason, job],
+        [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id), keys.credits(player_id)],
+        [currency, amount, reason, job, op],
     )
     if int(reply[0]) == -1:
         raise UnknownPlayer(f"no player {player_id}")
+    if int(reply[0]) == -2:
+        raise InvalidOption(f"operation {op} made another credit already")
     return int(reply[1])
 
 

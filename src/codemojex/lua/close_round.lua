@@ -2,29 +2,36 @@
   close_round: close a round now (server clock); after this it admits no guess and reveals its secret.
 
   Called by codemojex.rounds.close_round. Guesses admitted before the close are still scored.
+  The caller names the close with an operation id, kept on the row as 'closed_by'; a call that finds
+  the round closed by its own operation (a retry after a lost reply, by the caller or by redis-py
+  after a timeout) answers 1 as the first did, and changes nothing.
 
   Input:
     KEYS[1] round (hash)  cmx:{t}:round:<RND>
 
     ARGV[1] round id (for the reply only)
+    ARGV[2] operation id (validated by the caller)
 
   Output:
-    { 1, closed_ms }  closed now
-    { 0, closed_ms }  already closed (by a call, or its close time passed); nothing changed
+    { 1, closed_ms }  closed by this operation (now, or by an earlier run of the same call)
+    { 0, closed_ms }  already closed (by another call, or its close time passed); nothing changed
     {-1, id }         no such round
 ]]
 local roundKey = KEYS[1]
-local roundId = ARGV[1]
+local roundId, operation = ARGV[1], ARGV[2]
 
-local row = redis.call('HMGET', roundKey, 'status', 'closes', 'closed')
+local row = redis.call('HMGET', roundKey, 'status', 'closes', 'closed', 'closed_by')
 if not row[1] then return {-1, roundId} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if row[1] == 'closed' then return {0, tonumber(row[3])} end
+if row[1] == 'closed' then
+  if row[4] == operation then return {1, tonumber(row[3])} end
+  return {0, tonumber(row[3])}
+end
 local closes = tonumber(row[2])
 if closes > 0 and closes <= now then
   redis.call('HSET', roundKey, 'status', 'closed', 'closed', closes)
   return {0, closes}
 end
-redis.call('HSET', roundKey, 'status', 'closed', 'closed', now)
+redis.call('HSET', roundKey, 'status', 'closed', 'closed', now, 'closed_by', operation)
 return {1, now}

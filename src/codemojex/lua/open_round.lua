@@ -1,8 +1,11 @@
 --[[
   open_round: create a round with its keyboard, secret, prices and times, on the server clock.
 
-  Called by codemojex.rounds.open_round. The id is fresh (minted by the caller); a second call with the
-  same id changes nothing and answers 0, so a retried open does not make two rounds.
+  Called by codemojex.rounds.open_round. The id is fresh (minted by the caller), so it names this one
+  opening: a second call with the same id changes nothing, so a retried open (after a lost reply, by
+  the caller or by redis-py after a timeout) never makes two rounds nor moves the first one's times;
+  it answers 1 with the first call's open time when it asks for the same round (keyboard, length,
+  prices, guess limit and secret), else 0.
 
   Input:
     KEYS[1] round   (hash)    cmx:{t}:round:<RND>
@@ -19,16 +22,20 @@
     ARGV[8] secret (JSON list of `length` keys of the keyboard)
 
   Output:
-    { 1, opens_ms }  created
-    { 0, opens_ms }  a round with that id exists; nothing changed
+    { 1, opens_ms }  created, now or by an earlier call with the same arguments
+    { 0, opens_ms }  a round with that id exists with other settings; nothing changed
 ]]
 local roundKey, secretKey, roundsKey = KEYS[1], KEYS[2], KEYS[3]
 local roundId, keyboard, length, prices = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delayMs, durationMs, maxGuesses, secret =
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8]
 
-if redis.call('EXISTS', roundKey) == 1 then
-  return {0, tonumber(redis.call('HGET', roundKey, 'opens'))}
+local existing = redis.call('HMGET', roundKey, 'opens', 'keyboard', 'length', 'prices', 'max_guesses')
+if existing[1] then
+  local same = existing[2] == keyboard and existing[3] == length and existing[4] == prices
+    and existing[5] == maxGuesses and redis.call('GET', secretKey) == secret
+  if same then return {1, tonumber(existing[1])} end
+  return {0, tonumber(existing[1])}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

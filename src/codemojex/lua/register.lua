@@ -1,9 +1,12 @@
 --[[
   register: create a player with a display name and the starting grant, every credit in the ledger.
 
-  Called by codemojex.players.register. The id is fresh (minted by the caller); a second call with the
-  same id changes nothing and answers 0, so a retried registration does not grant twice. With a token
-  digest, the player's API token is bound in the same step (no player without the token that names it).
+  Called by codemojex.players.register. The id is fresh (minted by the caller), so it names this one
+  registration: a second call with the same id changes nothing, so a retried registration (after a
+  lost reply, by the caller or by redis-py after a timeout) never grants twice; it answers 1 with the
+  first call's time when it is the same registration (same name, and the same token digest bound to
+  this id), else 0. With a token digest, the player's API token is bound in the same step (no player
+  without the token that names it).
 
   Input:
     KEYS[1] player  (hash)  cmx:{t}:player:<PLR>
@@ -18,15 +21,18 @@
     ARGV[4] the token's SHA-256 hex digest, or '' for none (validated by the caller)
 
   Output:
-    { 1, created_ms }  registered and granted
-    { 0, created_ms }  that id exists; nothing changed
+    { 1, created_ms }  registered and granted, now or by an earlier call with the same arguments
+    { 0, created_ms }  that id names another registration (another name or token); nothing changed
     {-1, '' }          that token digest names a player already; nothing changed
 ]]
 local playerKey, walletKey, ledgerKey, playersKey, tokensKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local playerId, name, grant, digest = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
-if redis.call('EXISTS', playerKey) == 1 then
-  return {0, tonumber(redis.call('HGET', playerKey, 'created'))}
+local existing = redis.call('HMGET', playerKey, 'name', 'created')
+if existing[1] then
+  local same = existing[1] == name and (digest == '' or redis.call('HGET', tokensKey, digest) == playerId)
+  if same then return {1, tonumber(existing[2])} end
+  return {0, tonumber(existing[2])}
 end
 if digest ~= '' then
   if redis.call('HSETNX', tokensKey, digest, playerId) == 0 then return {-1, ''} end
