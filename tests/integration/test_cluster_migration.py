@@ -138,6 +138,7 @@ async def _migrate(bus: Bus, traffic: Traffic, migration: SlotMigration, order) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # about 130 reshard steps, each with a round of calls that TRYAGAIN may delay
 async def test_a_slot_moved_key_by_key_there_and_back_leaves_every_job_in_one_place(cluster):
     """While the bus's slot moves to another master and back, one MIGRATE at a time and in the orders
     that expose each side (rows before lanes, then fixed keys before lanes), claims, finishes, sweeps
