@@ -125,7 +125,14 @@ _TRANSLATED: tuple[tuple[type[Exception], type[CodemojexError]], ...] = (
     (bus_errors.RedisUnavailable, Unavailable),
     (bus_errors.EchoMQError, ScriptError),
 )
-_UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_UNREACHABLE = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    # A slot being resharded refused the call (TRYAGAIN) until the cluster client's redirections ran
+    # out ("TTL exhausted"): nothing was done, try again (as echomq.errors translates them).
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterError,
+)
 
 
 @contextmanager

@@ -156,3 +156,28 @@ def test_the_command_refuses_an_unknown_fault_kind_in_one_line():
     assert done.stdout == ""
     assert "unknown fault kinds ['meteor']" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a wait limit: three masters, the moves and the workers on a shared machine
+def test_on_a_cluster_whose_slot_is_resharded_meanwhile_no_guess_is_lost_or_scored_twice():
+    """The cluster schedule: players (in process and over HTTP), workers (some killed) and sweeps run on a
+    three-master cluster while the bus's slot moves to another master and back, key by key; nothing is
+    lost, doubled or stranded, and the invariants hold on the master that serves the slot at the end."""
+    config = dataclasses.replace(
+        SHORT,
+        guesses=100,
+        players=3,
+        workers=1,
+        concurrency=4,
+        seed=13,
+        fault_every_s=1.0,
+        kinds=("kill", "sweeps"),
+        cluster=True,
+    )
+    report = run(config)
+    assert report.ok, report.to_text()
+    assert report.faults.get("reshard", 0) >= 2, report.to_text()  # there and back at least
+    assert report.acknowledged == config.guesses
+    assert report.scored == config.guesses
+    assert (report.lost, report.double, report.vanished) == (0, 0, 0)

@@ -85,6 +85,8 @@ def _conformance(args: argparse.Namespace) -> int:
             boundary_rate=args.boundary_rate,
             lease_ms=args.lease_ms,
             redis_url=args.redis_url,
+            # --cluster without --redis-url: the cluster schedule, on a 3-master cluster of the run's own.
+            cluster=bool(args.cluster),
             # A tag of this run's own unless one is given: on a Redis of your own, a second run must not
             # meet the first one's keys (the effect counter is per tag).
             tag=args.tag if args.tag != "cm" else f"conformance-{int(time.time() * 1000)}",

@@ -23,6 +23,10 @@ The faults (each kind can be left out with ``kinds``):
 ``skew``
     start each worker with its clock shifted by up to an hour either way (``ECHOMQ_CLOCK_SKEW_MS``).
 
+With ``cluster`` the harness starts a three-master Redis Cluster instead of one server, and moves the
+bus's slot to another master and back, key by key, for as long as the players play (``reshard`` in the
+report; :mod:`.cluster`); Redis crashes and cuts are left out there.
+
 Players retry a submit that got no answer with the same JOB id (an idempotent client), and resubmit a
 share of their answered guesses on purpose (duplicates).
 """
@@ -50,6 +54,7 @@ from codemojex import faults as game_faults
 from codemojex import players as game_players
 from codemojex import rounds, wallet
 from codemojex.conformance import KINDS, invariants
+from codemojex.conformance import cluster as cluster_schedule
 from codemojex.conformance.history import History
 from codemojex.conformance.http import HttpPlayer
 from codemojex.conformance.invariants import Client
@@ -62,7 +67,7 @@ from echomq import faults as bus_faults
 from echomq import ids
 from echomq.keyspace import Keyspace
 from echomq.proxy import Proxy
-from echomq.server import RedisProcess, free_port
+from echomq.server import RedisClusterProcesses, RedisProcess, free_port
 
 INJECTED = ("kill", "stall", "redis", "cut", "sweeps")  # what the injector picks from, at random
 # How many of each injected kind a turn of the schedule holds: kills are cheap and the most telling;
@@ -88,6 +93,7 @@ class Config:
     tag: str = "conformance"
     drain_timeout_s: float = 180.0
     http_share: float = 0.25  # of the players submit over HTTP to a web host process, with Idempotency-Key
+    cluster: bool = False  # on a 3-master cluster of the harness's own, the bus's slot resharded meanwhile
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -95,6 +101,8 @@ class Config:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
         if self.appendfsync not in ("always", "everysec"):
             raise ValueError("appendfsync is always or everysec")
+        if self.cluster and self.redis_url:
+            raise ValueError("the cluster schedule starts a cluster of its own: give no Redis URL")
         if not 0.0 <= self.http_share <= 1.0:
             raise ValueError("http_share is in [0, 1]")
         for name in ("guesses", "players", "workers", "concurrency", "lease_ms"):
@@ -144,6 +152,7 @@ class WorkerPool:
 
     def spawn(self) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", self.url, "--tag", self.config.tag]
+        argv += ["--cluster"] if self.config.cluster else []
         argv += ["--log-level", "ERROR", "worker", "--concurrency", str(self.config.concurrency)]
         argv += ["--lease-ms", str(self.config.lease_ms), "--sweep-every", "0.3", "--grace", "2"]
         process = subprocess.Popen(argv, env=self._env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -276,12 +285,16 @@ class Run:
         self.errors: list[BaseException] = []
         self.tokens: dict[str, str] = {}  # player -> API token
         self.one_at_a_time = {"redis": asyncio.Lock(), "cut": asyncio.Lock()}
+        self.nodes: RedisClusterProcesses | None = None  # the cluster schedule's
         self.host_port = 0  # the web host process's, when some players play over HTTP
         self.host_log: Path | None = None  # its output (kept when a player saw it break a promise)
 
     # -- set-up ----------------------------------------------------------------------------------------
 
     def _start_redis(self, stack: contextlib.ExitStack) -> None:
+        if self.config.cluster:  # the checks read the master that serves the bus's slot (at the end, again)
+            self.nodes, self.url = cluster_schedule.start(stack, self.config.tag)
+            return
         if self.config.redis_url:
             self.url = self.config.redis_url
             return
@@ -292,6 +305,8 @@ class Run:
 
     def _worker_url(self) -> str:
         parsed = urlparse(self.url)
+        if self.config.cluster:  # a cluster client talks to the addresses the nodes announce: no proxy
+            return self.url
         if "cut" not in self.config.kinds or parsed.scheme != "redis" or parsed.port is None:
             return self.url
         self.proxy = Proxy(parsed.port, target_host=parsed.hostname or "127.0.0.1").start()
@@ -460,6 +475,7 @@ class Run:
         elif kind == "sweeps":
             env = dict(os.environ, REDIS_URL=self.url)
             argv = [sys.executable, "-m", "echomq.cli", "--tag", self.config.tag, "sweep"]
+            argv[3:3] = ["--cluster"] if self.config.cluster else []
             await asyncio.to_thread(_sweep_from_processes, argv, env, 3)
 
     # -- the end ---------------------------------------------------------------------------------------
@@ -487,7 +503,9 @@ class Run:
                 stack.callback(self.proxy.close)
             client = redis.Redis.from_url(self.url, socket_timeout=5)
             stack.callback(client.close)
-            async with Game.from_url(self.url, self.config.tag, SETTINGS, max_connections=400) as game:
+            async with Game.from_url(
+                self.url, self.config.tag, SETTINGS, max_connections=400, cluster=self.config.cluster
+            ) as game:
                 round_id, keyboard, secret, joined = await self._arena(game)
                 pool = WorkerPool(worker_url, self.config, self.history, self.rng, client=client)
                 if self.config.http_share > 0:
@@ -507,6 +525,7 @@ class Run:
         """The web host in a process of its own, on Redis directly (the proxy is the workers' link)."""
         self.host_port = free_port()
         argv = [sys.executable, "-m", "codemojex.web", "--redis-url", self.url, "--tag", self.config.tag]
+        argv += ["--cluster"] if self.config.cluster else []
         argv += ["--port", str(self.host_port), "--max-queued", str(SETTINGS.max_queued)]
         self.host_log = Path(tempfile.mkdtemp(prefix="conformance-")) / "host.log"
         with self.host_log.open("wb") as log:
@@ -542,6 +561,7 @@ class Run:
         pool.supervisor = asyncio.create_task(pool.supervise())
         stop = asyncio.Event()
         injector = asyncio.create_task(self._inject(pool, client, stop))
+        moves = asyncio.create_task(self._reshard(stop))
         share, extra = divmod(self.config.guesses, self.config.players)
         http_players = round(self.config.http_share * len(joined))
         plans = [
@@ -560,8 +580,13 @@ class Run:
         finally:
             stop.set()
             await injector
+            await moves  # the slot is back on the master it started on
         await pool.replace_all(armed=False)  # the drain: workers with no fault points armed
         return await self._drained(client)
+
+    async def _reshard(self, stop: asyncio.Event) -> None:
+        if self.nodes is not None:
+            await cluster_schedule.reshard_until(self.nodes, self.config.tag, stop, self.history)
 
     def execute_blocking(self) -> Report:
         return asyncio.run(self.execute())
