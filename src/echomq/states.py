@@ -89,4 +89,5 @@ COUNTERS: tuple[str, ...] = (
     "promoted",  # a due delayed job moved to its lane
     "resurrected",  # retry_dead: dead -> lane
     "trimmed",  # sweep, complete, or a fail that dead-letters: a finished row reduced to a tombstone
+    "slot_moving",  # claim / sweep / retry_dead stopped before a key on another node (slot resharded)
 )

@@ -114,17 +114,19 @@ class Traffic:
                 self.retried += 1
 
 
-async def _fill(bus: Bus) -> tuple[list[str], list[str]]:
-    """Jobs on three lanes, some due soon from delayed, one parked for an hour, and a sweep lock held,
-    so every key the scripts declare exists when the migration starts (else Redis refuses the call
-    whole with ASK or TRYAGAIN and the scripts never run mid-move). Returns (runnable, parked)."""
+async def _fill(bus: Bus) -> tuple[list[str], list[str], Claim]:
+    """Jobs on three lanes, some due soon from delayed, one parked for an hour, one held by a slow
+    worker, and a sweep lock held, so every key the scripts declare exists for the whole migration
+    (else Redis refuses the call whole with ASK or TRYAGAIN and the scripts never run mid-move).
+    Returns (runnable, parked, the slow worker's claim)."""
     now = [NewJob(ids.mint("JOB"), lane, b"p") for _ in range(5) for lane in LANES]
     soon = [NewJob(ids.mint("JOB"), lane, b"s", delay_ms=300) for lane in LANES]
     parked = [NewJob(ids.mint("JOB"), "PLRz", b"z", delay_ms=LONG_MS)]
     assert await bus.enqueue_many([*now, *soon, *parked]) == [Admission.ADMITTED] * 19
     await bus.claim(count=2, lease_ms=200)  # a worker that dies with them: the sweep reclaims them mid-move
+    [slow] = await bus.claim(count=1, lease_ms=LONG_MS)  # keeps `active` non-empty until the end
     await bus.sweep(lock_ms=LONG_MS)  # the sweep lock now exists; later forced sweeps still run whole
-    return [job.job for job in (*now, *soon)], [parked[0].job]
+    return [job.job for job in (*now, *soon)], [parked[0].job], slow
 
 
 async def _migrate(bus: Bus, traffic: Traffic, migration: SlotMigration, order) -> None:
@@ -150,7 +152,7 @@ async def test_a_slot_moved_key_by_key_there_and_back_leaves_every_job_in_one_pl
     bus.redis.RedisClusterRequestTTL = 6  # redirections per call (16 by default): a TRYAGAIN fails sooner
     try:
         keys = bus.keys
-        runnable, parked = await _fill(bus)
+        runnable, parked, slow = await _fill(bus)
         traffic = Traffic(bus)
         slot = slot_of(keys.ring)
 
@@ -161,6 +163,7 @@ async def test_a_slot_moved_key_by_key_there_and_back_leaves_every_job_in_one_pl
         assert slot_owner(cluster, slot) == home
         assert _problems(home, keys) == []
 
+        traffic.held.append(slow)  # the slow worker finishes at last
         for _ in range(50):  # drain what is left, the slot now stable
             if len(traffic.done) == len(runnable) and not traffic.held:
                 break
