@@ -51,7 +51,6 @@ from echomq.errors import (
     InvalidPayload,
     InvalidToken,
     PayloadTooLarge,
-    RedisUnavailable,
     ScriptError,
     UnknownJob,
     translate_redis_errors,
