@@ -189,8 +189,10 @@ if redis.call('EXISTS', guessKey) == 0 then
   local member = string.format('%d%d%d%06d%013d:%s', flag, 6 - s.hits, 6 - s.nears,
     math.min(s.attempts, 999999), s.at, playerId)
   if member ~= old then
-    if old then redis.call('ZREM', boardKey, old) end
+    -- Add before removing: the board is never emptied mid-script, which on a slot being resharded
+    -- would make the next write to it fail the script halfway (see echomq's include "slot").
     redis.call('ZADD', boardKey, 0, member)
+    if old then redis.call('ZREM', boardKey, old) end
     redis.call('HSET', standingKey, playerId, member)
   end
   for _, change in ipairs(renumbered) do
