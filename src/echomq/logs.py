@@ -21,6 +21,7 @@ EVENTS: tuple[str, ...] = (
     "worker.stopped",  # INFO   run() returned: counts of the run
     "worker.redis_error",  # WARNING a Redis call of the loop failed; the loop backs off and retries
     "worker.swept",  # DEBUG  a sweep ran (INFO when it reclaimed or dead-lettered jobs)
+    "claim.unanswered",  # WARNING a stopping worker could not learn what its unanswered claim took
     "redis.eviction_policy",  # WARNING maxmemory-policy is not noeviction: eviction can drop leases
     "redis.config_unavailable",  # DEBUG  CONFIG GET is disabled or refused; the policy is not checked
     "job.claimed",  # DEBUG  a job moved to active under this worker

@@ -75,15 +75,17 @@ def done_round(client) -> str:
     return client.get("/api/rounds/current").json()["round_id"]
 
 
-def test_a_plain_proof_job_is_scored_once_and_a_stale_finish_is_refused(served, operator, join, score_worker):
+def test_a_plain_proof_job_has_no_stale_token_to_offer(served, operator, join, score_worker):
+    """A job delivered once has no older token: the stale finisher is refused with 409, nothing changes."""
     open_round(operator)
     _, ada = join()
     job = ada.post("/api/proof/jobs", json={}).json()["job_id"]
     done = wait_until(lambda: (j := job_of(ada, job))["state"] == "done" and j, what="the job being scored")
     assert (done["attempts"], done["scored_count"]) == (1, 1)
-    stale = ada.post(f"/api/proof/jobs/{job}/stale").json()
-    assert (stale["outcome"], stale["token_used"], stale["state"]) == ("stale", 1, "done")  # done: not active
-    assert job_of(ada, job)["scored_count"] == 1
+    answer = ada.post(f"/api/proof/jobs/{job}/stale")
+    assert (answer.status_code, answer.json()["error"]["code"]) == (409, "no_stale_token")
+    after = job_of(ada, job)
+    assert (after["state"], after["attempts"], after["scored_count"]) == ("done", 1, 1)
 
 
 def test_a_proof_player_who_cannot_pay_is_credited_the_price(served, operator, join):

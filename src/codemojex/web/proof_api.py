@@ -31,7 +31,7 @@ from codemojex.web.auth import PlayerId
 from codemojex.web.host import host_of
 from codemojex.web.player_api import inspect_job
 from codemojex.web.problems import REFUSAL_STATUS, Problem
-from echomq import Claim, JobState, ids
+from echomq import Claim, ids
 
 router = APIRouter(prefix="/api/proof", tags=["proof"])
 
@@ -96,11 +96,16 @@ async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[s
 async def stale(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     _require_proof(request)
     info = await inspect_job(request, job_id, player_id)
-    # An older token than the current one; a job not active refuses even the current one. A job on its
-    # first delivery has no older token, and its current one would finish it unscored: not offered.
-    if info.state is JobState.ACTIVE and info.attempts < 2:
-        raise Problem(409, "no_stale_token", "the job is on its first delivery: no older token exists yet")
-    token = max(info.attempts - 1, 1)
+    # A token older than the current one. A job delivered once has none: its one token is the claim that
+    # holds or finished it, and a finish under it is that claim's own (a retry after a lost reply is
+    # answered `done`, truthfully), not a stale one. Crashing a worker first makes an older token.
+    if info.attempts < 2:
+        raise Problem(
+            409,
+            "no_stale_token",
+            "this job was delivered once, so no older token exists: crash a worker mid-score first",
+        )
+    token = info.attempts - 1
     game = host_of(request).game
     with translate_errors():
         finish = await game.bus.complete(Claim(job_id, info.lane, token), b"stale finisher")
