@@ -267,6 +267,35 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--fault-every", type=_seconds, default=0.4, metavar="SECONDS")
     conformance.add_argument("--boundary-rate", type=float, default=0.01, metavar="P")
     conformance.add_argument("--lease-ms", type=_count(100), default=1000)
+    conformance.add_argument(
+        "--max-attempts", type=_count(1), default=25, help="of each guess (1: a lost claim is a dead letter)"
+    )
+    conformance.add_argument(
+        "--socket-timeout",
+        type=_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="of every Redis client of the run (a pause lasts 1.5 times it)",
+    )
+    conformance.add_argument(
+        "--sweep-every", type=_seconds, default=0.3, metavar="SECONDS", help="the workers' sweep period"
+    )
+    conformance.add_argument(
+        "--fail-rate", type=float, default=0.02, metavar="P", help="first deliveries whose handler fails"
+    )
+    conformance.add_argument("--backoff-base-ms", type=_count(1), default=400, metavar="MS")
+    conformance.add_argument(
+        "--result-ttl-ms", type=_count(0), default=None, metavar="MS", help="the bus's (default 1 h)"
+    )
+    conformance.add_argument(
+        "--dedup-window-ms", type=_count(0), default=None, metavar="MS", help="the bus's (default 24 h)"
+    )
+    conformance.add_argument(
+        "--no-quiet",
+        dest="quiet",
+        action="store_false",
+        help="skip the quiet phase after the drain (punctuality with idle workers)",
+    )
     conformance.add_argument("--report", default=None, metavar="PATH", help="also write the report as JSON")
 
     worker = leaf(sub, "worker", commands.worker_run, "run the score worker until SIGTERM / SIGINT")

@@ -4,10 +4,11 @@
 submit guesses (with deliberate duplicates and idempotent retries) against real worker processes and a
 real Redis while a fault schedule kills workers at random and at every boundary of their job cycle,
 stalls them past their leases, crashes Redis onto its AOF, cuts the network between workers and Redis,
-and sweeps from several processes at once. At the end :mod:`.invariants` checks Redis against the run's
+sweeps from several processes at once, and pauses Redis past its clients'
+socket timeout. At the end :mod:`.invariants` checks Redis against the run's
 :mod:`.history`, and :mod:`.report` prints the figures (text and JSON). It can run against a Redis of
 your own (``--redis-url``; it then leaves Redis crashes out and uses its own key tag).
 """
 
 # The fault kinds a schedule may name (see codemojex.conformance.harness for what each does).
-KINDS = ("kill", "boundary", "stall", "redis", "cut", "sweeps", "skew")
+KINDS = ("kill", "boundary", "stall", "redis", "cut", "sweeps", "skew", "pause")

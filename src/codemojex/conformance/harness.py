@@ -20,6 +20,10 @@ The faults (each kind can be left out with ``kinds``):
     restore it.
 ``sweeps``
     run the sweep from three ``echomq sweep`` processes at once.
+``pause``
+    SIGSTOP the Redis server for 1.5 socket timeouts (the harness gives every client of the run a short
+    one), then SIGCONT: a slow fsync, a swapped host. Commands sent meanwhile run when Redis resumes,
+    after their callers gave up on the reply (a lost reply).
 ``skew``
     start each worker with its clock shifted by up to an hour either way (``ECHOMQ_CLOCK_SKEW_MS``).
 
@@ -28,13 +32,17 @@ bus's slot to another master and back, key by key, for as long as the players pl
 report; :mod:`.cluster`); Redis crashes and cuts are left out there.
 
 Players retry a submit that got no answer with the same JOB id (an idempotent client), and resubmit a
-share of their answered guesses on purpose (duplicates).
+share of their answered guesses on purpose (duplicates). The workers (:mod:`.worker`) record each handler
+start and fail a share of first deliveries (retries with backoff). Beside the end's checks, memory is
+sampled during the run (:mod:`.memory`), and after the drain a quiet phase measures punctuality with
+idle workers (:mod:`.punctuality`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import random
 import signal
@@ -58,21 +66,25 @@ from codemojex.conformance import cluster as cluster_schedule
 from codemojex.conformance.history import History
 from codemojex.conformance.http import HttpPlayer
 from codemojex.conformance.invariants import Client
+from codemojex.conformance.observers import Bounds, Observers
+from codemojex.conformance.pause import pause
+from codemojex.conformance.punctuality import QUIET_SWEEP_S, Quiet, QuietPhase
 from codemojex.conformance.report import Report
+from codemojex.conformance.starts import is_probe, is_ready
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome, submit
 from codemojex.keys import JOB, GameKeys
+from echomq import Settings, ids
 from echomq import faults as bus_faults
-from echomq import ids
 from echomq.keyspace import Keyspace
 from echomq.proxy import Proxy
 from echomq.server import RedisClusterProcesses, RedisProcess, free_port
 
-INJECTED = ("kill", "stall", "redis", "cut", "sweeps")  # what the injector picks from, at random
+INJECTED = ("kill", "stall", "redis", "cut", "sweeps", "pause")  # what the injector picks from, at random
 # How many of each injected kind a turn of the schedule holds: kills are cheap and the most telling;
 # a Redis crash (an AOF replay that grows with the run) is the most expensive, so once a turn.
-WEIGHTS = {"kill": 4, "stall": 1, "redis": 1, "cut": 1, "sweeps": 1}
+WEIGHTS = {"kill": 4, "stall": 1, "redis": 1, "cut": 1, "sweeps": 1, "pause": 1}
 BOUNDARY_POINTS = ("worker.after_claim", "worker.mid_handler", "worker.mid_extend")
 
 
@@ -94,6 +106,16 @@ class Config:
     drain_timeout_s: float = 180.0
     http_share: float = 0.25  # of the players submit over HTTP to a web host process, with Idempotency-Key
     cluster: bool = False  # on a 3-master cluster of the harness's own, the bus's slot resharded meanwhile
+    max_attempts: int = 25  # of each guess job (1 makes a try spent without a handler run a dead letter)
+    socket_timeout_s: float = 1.0  # of every Redis client of the players, host and workers; pause: 1.5x
+    sweep_every_s: float = 0.3  # the workers' sweep period (the library's default is 10 s)
+    fail_rate: float = 0.02  # share of first deliveries whose handler fails (a retry with backoff)
+    backoff_base_ms: int = 400  # the bus's first retry delay (before jitter)
+    result_ttl_ms: int | None = None  # the bus's settings (None: the library's default)
+    dedup_window_ms: int | None = None
+    memory_window_ms: int = 3000  # rows past their TTL may be at most this much of the completions
+    memory_slack: int = 200  # ... plus this many
+    quiet: bool = True  # the quiet phase after the drain (punctuality with idle workers)
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -105,12 +127,27 @@ class Config:
             raise ValueError("the cluster schedule starts a cluster of its own: give no Redis URL")
         if not 0.0 <= self.http_share <= 1.0:
             raise ValueError("http_share is in [0, 1]")
-        for name in ("guesses", "players", "workers", "concurrency", "lease_ms"):
+        for name in ("guesses", "players", "workers", "concurrency", "lease_ms", "max_attempts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is at least 1")
+        if not 0.0 <= self.fail_rate <= 1.0:
+            raise ValueError("fail_rate is in [0, 1]")
+        if self.socket_timeout_s <= 0 or self.sweep_every_s <= 0:
+            raise ValueError("socket_timeout_s and sweep_every_s are positive")
+
+    def bus_settings(self) -> Settings:
+        given = {"result_ttl_ms": self.result_ttl_ms, "dedup_window_ms": self.dedup_window_ms}
+        return Settings(
+            backoff_base_ms=self.backoff_base_ms, **{k: v for k, v in given.items() if v is not None}
+        )
 
 
 SETTINGS = GameSettings(max_queued=1_000_000, max_attempts=25, events_cap=1_000_000)
+
+
+def with_socket_timeout(url: str, seconds: float) -> str:
+    """``url`` with redis-py's ``socket_timeout`` query option (every client made from it gets it)."""
+    return f"{url}{'&' if '?' in url else '?'}socket_timeout={seconds}"
 
 
 def _now_ms(client: Client) -> int:
@@ -134,6 +171,7 @@ class WorkerPool:
     restarts: int = 0
     client: Client | None = None  # to read what a worker that killed itself held
     supervisor: asyncio.Task[None] | None = None
+    starts_dir: str = ""  # where the workers record their handler starts (see .starts)
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -150,14 +188,61 @@ class WorkerPool:
         env[bus_faults.SEED_ENV] = str(self.rng.random())
         return env
 
-    def spawn(self) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", self.url, "--tag", self.config.tag]
-        argv += ["--cluster"] if self.config.cluster else []
-        argv += ["--log-level", "ERROR", "worker", "--concurrency", str(self.config.concurrency)]
-        argv += ["--lease-ms", str(self.config.lease_ms), "--sweep-every", "0.3", "--grace", "2"]
+    def spawn(
+        self,
+        *,
+        concurrency: int | None = None,
+        sweep_every_s: float | None = None,
+        fail_rate: float | None = None,
+        backoff_base_ms: int | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """A worker process (:mod:`.worker`): the run's settings unless told otherwise."""
+        c = self.config
+        argv = [sys.executable, "-m", "codemojex.conformance.worker", "--redis-url", self.url]
+        argv += ["--tag", c.tag, "--starts", self.starts_dir, "--lease-ms", str(c.lease_ms)]
+        argv += ["--concurrency", str(concurrency or c.concurrency), "--grace", "2"]
+        argv += ["--sweep-every", str(sweep_every_s or c.sweep_every_s)]
+        argv += ["--fail-rate", str(c.fail_rate if fail_rate is None else fail_rate)]
+        argv += ["--backoff-base-ms", str(backoff_base_ms or c.backoff_base_ms)]
+        argv += ["--seed", str(self.rng.random())]
+        if c.result_ttl_ms is not None:
+            argv += ["--result-ttl-ms", str(c.result_ttl_ms)]
+        if c.dedup_window_ms is not None:
+            argv += ["--dedup-window-ms", str(c.dedup_window_ms)]
+        if c.cluster:
+            argv += ["--cluster"]
         process = subprocess.Popen(argv, env=self._env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.processes.append(process)
         return process
+
+    def spawn_quiet(
+        self, *, concurrency: int | None = None, backoff_base_ms: int | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A worker for the quiet phase: no fault points, no failures but the probes', its own period."""
+        return self.spawn(
+            concurrency=concurrency,
+            sweep_every_s=QUIET_SWEEP_S,
+            fail_rate=0.0,
+            backoff_base_ms=backoff_base_ms,
+        )
+
+    async def retire_all(self) -> None:
+        """Stop every worker (SIGTERM: they release their jobs); none is replaced."""
+        old = self.live()
+        for process in old:
+            self.retired.add(process.pid)
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+        for process in old:
+            await asyncio.to_thread(_wait, process)
+
+    async def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL ``process`` (not replaced); what it held stays active under its name."""
+        self.retired.add(process.pid)
+        self.killed_by_us.add(process.pid)
+        self.history.lost_holders.add(process.pid)
+        process.kill()
+        await asyncio.to_thread(process.wait)
 
     def live(self) -> list[subprocess.Popen[bytes]]:
         return [p for p in self.processes if p.poll() is None]
@@ -175,6 +260,7 @@ class WorkerPool:
                     self.history.worker_exits["killed by the harness"] += 1
                 elif code == -signal.SIGKILL:
                     self.history.worker_exits["killed itself at a fault point"] += 1
+                    self.history.lost_holders.add(process.pid)
                     self.history.faults["boundary"] += 1
                     if self.client is not None:
                         held = await asyncio.to_thread(
@@ -194,17 +280,28 @@ class WorkerPool:
         return not self.stopping and process.pid not in self.retired
 
     async def replace_all(self, *, armed: bool) -> None:
-        """Stop every worker (SIGTERM: they release their jobs) and start fresh ones."""
+        """Start fresh workers, and once they claim, stop the old ones (SIGTERM: they release their
+        jobs): no moment without a worker, so no due job waits for a process to start."""
         self.armed = armed
         old = self.live()
+        fresh = [self.spawn().pid for _ in range(self.config.workers)]
+        await self.ready(fresh)
         for process in old:
             self.retired.add(process.pid)
             process.send_signal(signal.SIGCONT)
             process.terminate()
         for process in old:
             await asyncio.to_thread(_wait, process)
-        for _ in range(self.config.workers):
-            self.spawn()
+
+    async def ready(self, pids: list[int], within_s: float = 60.0) -> bool:
+        """Wait until the workers ``pids`` reached their claiming loop (or died, or ``within_s`` passed)."""
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            alive = {p.pid for p in self.live()}
+            if all(is_ready(self.starts_dir, pid) for pid in set(pids) & alive):
+                return True
+            await asyncio.sleep(0.05)
+        return False
 
     async def stop(self) -> None:
         self.stopping = True
@@ -288,6 +385,9 @@ class Run:
         self.nodes: RedisClusterProcesses | None = None  # the cluster schedule's
         self.host_port = 0  # the web host process's, when some players play over HTTP
         self.host_log: Path | None = None  # its output (kept when a player saw it break a promise)
+        settings = config.bus_settings()
+        bounds = Bounds(settings.result_ttl_ms, config.memory_window_ms, config.memory_slack)
+        self.observers = Observers(self.keys, bounds)
 
     # -- set-up ----------------------------------------------------------------------------------------
 
@@ -401,7 +501,7 @@ class Run:
     async def _inject(self, pool: WorkerPool, client: Client, stop: asyncio.Event) -> None:
         kinds = [kind for kind in INJECTED if kind in self.config.kinds]
         if self.server is None:
-            kinds = [kind for kind in kinds if kind != "redis"]
+            kinds = [kind for kind in kinds if kind not in ("redis", "pause")]
         if self.proxy is None:
             kinds = [kind for kind in kinds if kind != "cut"]
         pending: set[asyncio.Task[None]] = set()
@@ -444,12 +544,14 @@ class Run:
         live = pool.live()
         if kind in ("kill", "stall") and not live:
             return
-        if kind in self.one_at_a_time and self.one_at_a_time[kind].locked():
+        lock = self.one_at_a_time.get("redis" if kind == "pause" else kind)
+        if lock is not None and lock.locked():
             return  # one Redis crash (or cut) at a time: a second would land on the restart, not on Redis
         self.history.faults[kind] += 1
         if kind == "kill":
             victim = self.rng.choice(live)
             pool.killed_by_us.add(victim.pid)
+            self.history.lost_holders.add(victim.pid)
             victim.kill()
             await asyncio.to_thread(victim.wait)  # dead: what it held stays active under its name
             held = await asyncio.to_thread(held_by, client, self.keys, victim.pid)
@@ -457,6 +559,7 @@ class Run:
                 self.history.kills.append(held)
         elif kind == "stall":
             victim = self.rng.choice(live)
+            self.history.lost_holders.add(victim.pid)  # what it holds may expire on its last try
             victim.send_signal(signal.SIGSTOP)
             await asyncio.sleep(2.5 * self.config.lease_ms / 1000)
             victim.send_signal(signal.SIGCONT)
@@ -477,6 +580,11 @@ class Run:
             argv = [sys.executable, "-m", "echomq.cli", "--tag", self.config.tag, "sweep"]
             argv[3:3] = ["--cluster"] if self.config.cluster else []
             await asyncio.to_thread(_sweep_from_processes, argv, env, 3)
+        elif kind == "pause":
+            assert self.server is not None
+            assert self.server.process is not None
+            async with self.one_at_a_time["redis"]:  # one Redis fault at a time: a crash or a pause
+                await pause(self.server.process, 1.5 * self.config.socket_timeout_s)
 
     # -- the end ---------------------------------------------------------------------------------------
 
@@ -503,30 +611,54 @@ class Run:
                 stack.callback(self.proxy.close)
             client = redis.Redis.from_url(self.url, socket_timeout=5)
             stack.callback(client.close)
+            c = self.config
+            url = with_socket_timeout(self.url, c.socket_timeout_s)
+            settings = dataclasses.replace(SETTINGS, max_attempts=c.max_attempts)
             async with Game.from_url(
-                self.url, self.config.tag, SETTINGS, max_connections=400, cluster=self.config.cluster
+                url, c.tag, settings, c.bus_settings(), max_connections=400, cluster=c.cluster
             ) as game:
                 round_id, keyboard, secret, joined = await self._arena(game)
-                pool = WorkerPool(worker_url, self.config, self.history, self.rng, client=client)
+                pool = WorkerPool(
+                    with_socket_timeout(worker_url, c.socket_timeout_s), c, self.history, self.rng
+                )
+                pool.client, pool.starts_dir = client, str(self.observers.starts_dir)
                 if self.config.http_share > 0:
                     stack.enter_context(self._web_host())
                     await self._host_ready()
                 try:
-                    drained = await self._play_under_faults(
-                        game, pool, client, round_id, (keyboard, secret, joined)
+                    drained = await self.observers.during(
+                        client,
+                        self._play_under_faults(game, pool, client, round_id, (keyboard, secret, joined)),
                     )
+                    if drained and c.quiet:
+                        self.observers.quiet = await self._quiet_phase(pool, game, client)
                 finally:
                     await pool.stop()  # also when the run failed: no worker process outlives it
             self.ending = Ending(round_id, joined, drained, time.monotonic() - started, pool.restarts)
             return self._check(client, self.ending)
 
+    async def _quiet_phase(self, pool: WorkerPool, game: Game, client: Client) -> Quiet:
+        c = self.config
+        return await QuietPhase(
+            pool,
+            game.bus,
+            client,
+            self.observers.starts_dir,
+            c.concurrency,
+            c.workers,
+            c.lease_ms,
+            held_by=lambda pid: held_by(client, self.keys, pid),
+        ).run()
+
     @contextlib.contextmanager
     def _web_host(self) -> Iterator[None]:
         """The web host in a process of its own, on Redis directly (the proxy is the workers' link)."""
         self.host_port = free_port()
-        argv = [sys.executable, "-m", "codemojex.web", "--redis-url", self.url, "--tag", self.config.tag]
+        url = with_socket_timeout(self.url, self.config.socket_timeout_s)
+        argv = [sys.executable, "-m", "codemojex.web", "--redis-url", url, "--tag", self.config.tag]
         argv += ["--cluster"] if self.config.cluster else []
         argv += ["--port", str(self.host_port), "--max-queued", str(SETTINGS.max_queued)]
+        argv += ["--max-attempts", str(self.config.max_attempts)]
         self.host_log = Path(tempfile.mkdtemp(prefix="conformance-")) / "host.log"
         with self.host_log.open("wb") as log:
             host = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -618,6 +750,10 @@ class Run:
             violations.append(f"the web host's output is in {self.host_log}")
         if self.config.appendfsync == "always" and figures["vanished"]:
             violations.append(f"{figures['vanished']} acknowledged guesses vanished with appendfsync always")
+        observed, memory_figures, punctual = self.observers.check(
+            client, rows, self.history.lost_holders, self.history.kills
+        )
+        violations += observed
         counters = {k.decode(): int(v) for k, v in client.hgetall(self.keys.stats).items()}
         recoveries = []  # a dead worker's job, from its death to its finish by another delivery
         for died_at, held in self.history.kills:
@@ -636,7 +772,9 @@ class Run:
             faults=dict(self.history.faults),
             worker_exits=dict(self.history.worker_exits),
             worker_restarts=ending.restarts,
-            redeliveries=sum(1 for row in rows.values() if int(row.get("attempts", "0")) > 1),
+            redeliveries=sum(
+                1 for row in rows.values() if int(row.get("attempts", "0")) > 1 and not is_probe(row["lane"])
+            ),
             reclaimed=counters.get("reclaimed", 0),
             stale_refused=counters.get("stale", 0),
             leases_revoked=counters.get("revoked", 0),
@@ -647,12 +785,19 @@ class Run:
             dead=figures["dead"],
             vanished=figures["vanished"],
             violations=violations,
+            memory=memory_figures,
+            punctuality=punctual,
+            retried=counters.get("retried", 0),
         )
 
 
 def run(config: Config) -> Report:
-    """One run, start to report (blocking)."""
-    return Run(config).execute_blocking()
+    """One run, start to report (blocking); its handler-start files are removed after the checks."""
+    the_run = Run(config)
+    try:
+        return the_run.execute_blocking()
+    finally:
+        the_run.observers.close()
 
 
 def write(report: Report, path: Path) -> None:

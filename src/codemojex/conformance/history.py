@@ -24,6 +24,8 @@ class History:
     over_http: int = 0  # guesses answered over HTTP (the others through codemojex.guesses.submit)
     http_retried: int = 0  # HTTP guesses whose first request failed and a retry with the same key landed
     problems: list[str] = field(default_factory=list)  # what the players saw that breaks a promise
+    # Workers killed or stopped by a fault (pids): a try they held may expire with no handler run.
+    lost_holders: set[int] = field(default_factory=set)
 
     def answered(self, job: str, answer: str) -> None:
         self.calls[answer] += 1

@@ -18,6 +18,9 @@ promise at once instead of stopping at the first:
   (:func:`codemojex.leaderboard.fold_records`), each player's stored standing is their fold, and each
   record's ``attempt`` and ``counted`` are the ones that fold gives it: a pure function of the admitted
   guesses, whatever order the faults delivered them in.
+* :func:`dead_unhandled`: no job is dead-lettered unless a handler ran it (the workers' handler starts,
+  :mod:`.starts`), or the worker that held it last died or was stopped by a fault: a claim whose reply
+  was lost must not spend a job's last try.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codemojex import ranking
+from codemojex.conformance.starts import Starts
 from codemojex.guesses import GuessRecord, record_from_row
 from codemojex.keys import GameKeys, guess_of
 from codemojex.leaderboard import fold_records
@@ -41,6 +45,7 @@ Client = Any
 __all__ = [
     "Client",
     "GameState",
+    "dead_unhandled",
     "exactly_once",
     "job_rows",
     "leaderboard",
@@ -223,4 +228,22 @@ def leaderboard(state: GameState) -> list[str]:
         for guess_id, record in sorted(state.records.items())
         if (record.counted, record.attempt) != folded.attempts[guess_id]
     ]
+    return problems
+
+
+def dead_unhandled(rows: dict[str, dict[str, str]], starts: Starts, lost_holders: set[int]) -> list[str]:
+    """Dead jobs that no handler ever ran, whose last holder (the row's ``owner``, ``host:pid``) was
+    neither killed nor stopped: a try was spent on a claim whose worker never received the job."""
+    problems = []
+    for job, row in sorted(rows.items()):
+        if row.get("state") != "dead" or starts.ran(job):
+            continue
+        owner = row.get("owner", "")
+        pid = owner.rsplit(":", 1)[-1]
+        if pid.isdigit() and int(pid) in lost_holders:
+            continue
+        problems.append(
+            f"{job} was dead-lettered ({row.get('error', '')!r}) but no handler ever ran it "
+            f"(last claimed by {owner or 'no one'}, alive): a claim's lost reply spent its last try"
+        )
     return problems

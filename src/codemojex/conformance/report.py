@@ -1,4 +1,8 @@
-"""The report of a conformance run, as text for people and JSON for machines (and the README)."""
+"""The report of a conformance run, as text for people and JSON for machines (and the README).
+
+Timings are figures, never verdicts (a loaded machine is slow, not wrong): a punctuality figure that
+looks like a lapse (a due job later than half the quiet workers' sweep period) is a *warning* line.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,29 @@ def _pct(values: list[int], p: int) -> int | None:
     if not values:
         return None
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def summary(values: list[int]) -> dict[str, int | None]:
+    ordered = sorted(values)
+    return {
+        "count": len(ordered),
+        "p50": _pct(ordered, 50),
+        "p99": _pct(ordered, 99),
+        "max": ordered[-1] if ordered else None,
+    }
+
+
+def _line(name: str, values: list[int]) -> str:
+    s = summary(values)
+    return f"p50 {s['p50']} / p99 {s['p99']} / max {s['max']} ms over {s['count']} {name}"
+
+
+def _mib(value: int | None) -> str:
+    return "?" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+# Half the quiet workers' sweep period (QUIET_SWEEP_S, 1 s): a due job later than this waited for a sweep.
+LATE_WARNING_MS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +63,22 @@ class Report:
     dead: int
     vanished: int  # acknowledged, then gone with a Redis crash (only possible with everysec)
     violations: list[str] = field(default_factory=list)
+    memory: dict[str, int | None] = field(default_factory=dict)  # see codemojex.conformance.memory.figures
+    punctuality: dict[str, Any] = field(default_factory=dict)  # lists of ms and counts (see .observers)
+    retried: int = 0  # failed tries sent back with a backoff (the 'retried' counter)
+
+    @property
+    def warnings(self) -> list[str]:
+        p = self.punctuality
+        late = [*p.get("quiet_delayed_late_ms", []), *p.get("quiet_retry_late_ms", [])]
+        if late and max(late) > LATE_WARNING_MS:
+            return [
+                (
+                    f"an idle worker ran a due job {max(late)} ms late (more than half its sweep period): "
+                    "did it forget a due time it knew of?"
+                )
+            ]
+        return []
 
     @property
     def ok(self) -> bool:
@@ -44,12 +87,12 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
-        data["recovery_ms"] = {
-            "count": len(self.recovery_ms),
-            "p50": _pct(self.recovery_ms, 50),
-            "p99": _pct(self.recovery_ms, 99),
-            "max": self.recovery_ms[-1] if self.recovery_ms else None,
+        data["recovery_ms"] = summary(self.recovery_ms)
+        data["punctuality"] = {
+            name: summary(value) if name.endswith("_ms") else value
+            for name, value in self.punctuality.items()
         }
+        data["warnings"] = self.warnings
         return data
 
     def to_json(self) -> str:
@@ -79,8 +122,55 @@ class Report:
                 f"max {recovery['max']} ms over {recovery['count']} jobs"
             ),
             f"  lost {self.lost}   double {self.double}   dead {self.dead}   vanished {self.vanished}",
+            *self._memory_lines(),
+            *self._punctuality_lines(),
         ]
+        if self.warnings:
+            lines += [f"  warning: {w}" for w in self.warnings]
         if self.violations:
             lines.append(f"  violations ({len(self.violations)}):")
             lines += [f"    {v}" for v in self.violations[:50]]
         return "\n".join(lines)
+
+    def _memory_lines(self) -> list[str]:
+        m = self.memory
+        if not m:
+            return []
+        ttl = self.config.get("result_ttl_ms")
+        return [
+            (
+                f"  redis used_memory      {_mib(m.get('used_memory_start'))} at the start, "
+                f"{_mib(m.get('used_memory_end'))} at the end, peak {_mib(m.get('used_memory_peak'))}"
+            ),
+            (
+                f"  done rows past TTL     at most {m.get('past_ttl_max')} "
+                f"(result_ttl_ms {ttl or 'default'}); "
+                f"done set at most {m.get('done_max')} ids; {m.get('samples')} samples"
+            ),
+        ]
+
+    def _punctuality_lines(self) -> list[str]:
+        p = self.punctuality
+        if not p:
+            return []
+        spread = p.get("spread") or []
+        mean = f"{sum(spread) / len(spread):.1f}" if spread else "?"
+        lines = [
+            f"  handler starts         {p.get('handler_starts')}; retries with backoff {self.retried}",
+            f"  retry past due         {_line('retries', p.get('retry_late_ms', []))}",
+            (
+                f"  killed worker's jobs   run again {_line('jobs', p.get('rerun_ms', []))}; "
+                f"by {mean} workers per death on average"
+            ),
+        ]
+        if p.get("quiet_held") or p.get("quiet_delayed_late_ms"):
+            lines += [
+                "  quiet phase (idle workers):",
+                f"    delayed past due     {_line('delayed jobs', p.get('quiet_delayed_late_ms', []))}",
+                f"    retry past due       {_line('retries', p.get('quiet_retry_late_ms', []))}",
+                (
+                    f"    a dead worker's {p.get('quiet_held')} jobs ran again on {p.get('quiet_runners')} "
+                    f"of {p.get('quiet_idle')} idle workers, {_line('jobs', p.get('quiet_rerun_ms', []))}"
+                ),
+            ]
+        return lines

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--cluster", action="store_true")
     parser.add_argument("--max-queued", type=int, default=GameSettings().max_queued)
+    parser.add_argument("--max-attempts", type=int, default=GameSettings().max_attempts)
     parser.add_argument("--proof", action="store_true", help="the proof endpoints (off by default here)")
     args = parser.parse_args(argv)
     config = HostConfig(
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
         cluster=args.cluster,
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
-        settings=GameSettings(max_queued=args.max_queued),
+        settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
     )
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).

@@ -1,0 +1,122 @@
+"""Memory under load: finished rows are trimmed as fast as jobs finish, so Redis stays flat.
+
+A done row is kept whole for the bus's ``result_ttl_ms``, then trimmed to a tombstone (and leaves the
+``done`` set). If trimming falls behind the completions, rows past their TTL pile up and Redis grows
+without bound however short the TTL. :class:`MemoryWatch` samples, during the whole run (not only at
+its end, when an idle bus has long caught up), the server time, the ``completed`` counter, the size of
+``done``, the done rows past their TTL and Redis's ``used_memory``. :func:`bounds` holds each sample to
+what a bus that keeps up can show: rows past their TTL at most the completions of the last
+``window_ms`` (plus ``slack``), and ``done`` at most the completions of the last TTL and window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from echomq.keyspace import Keyspace
+
+Client = Any  # a blocking redis.Redis
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    at_ms: int  # server clock
+    completed: int  # the bus's 'completed' counter
+    done: int  # ZCARD done
+    past_ttl: int  # done rows finished more than result_ttl_ms ago (not trimmed yet)
+    used_memory: int  # bytes, INFO memory
+
+
+def sample(client: Client, keys: Keyspace, result_ttl_ms: int) -> Sample:
+    """One reading (a pipeline without MULTI: the figures are a few microseconds apart)."""
+    seconds, micros = client.time()
+    now = int(seconds) * 1000 + int(micros) // 1000
+    pipe = client.pipeline(transaction=False)
+    pipe.hget(keys.stats, "completed")
+    pipe.zcard(keys.done)
+    pipe.zcount(keys.done, "-inf", now - result_ttl_ms)
+    pipe.info("memory")
+    completed, done, past, info = pipe.execute()
+    return Sample(now, int(completed or 0), int(done), int(past), int(info["used_memory"]))
+
+
+class MemoryWatch:
+    """Samples every ``every_s`` until stopped; a sample Redis could not give (a crash, a pause) is
+    skipped."""
+
+    def __init__(self, client: Client, keys: Keyspace, result_ttl_ms: int, every_s: float = 0.5) -> None:
+        self.client = client
+        self.keys = keys
+        self.result_ttl_ms = result_ttl_ms
+        self.every_s = every_s
+        self.samples: list[Sample] = []
+
+    def take(self) -> Sample | None:
+        try:
+            taken = sample(self.client, self.keys, self.result_ttl_ms)
+        except redis.RedisError:
+            return None
+        self.samples.append(taken)
+        return taken
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await asyncio.to_thread(self.take)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.every_s)
+
+
+def _completed_since(samples: list[Sample], index: int, ago_ms: int) -> int:
+    """Completions in the ``ago_ms`` before sample ``index`` (from the earliest sample at or after
+    that instant; all of them when the run is younger)."""
+    times = [s.at_ms for s in samples]
+    start = bisect_right(times, samples[index].at_ms - ago_ms) - 1
+    base = samples[max(0, start)].completed if start >= 0 else 0
+    return samples[index].completed - base
+
+
+def bounds(samples: list[Sample], result_ttl_ms: int, window_ms: int, slack: int) -> list[str]:
+    """Each sample where trimming lagged: the first such sample of each kind, and how many there were."""
+    problems = []
+    late_rows = late_done = 0
+    first_rows = first_done = ""
+    for index, s in enumerate(samples):
+        recent = _completed_since(samples, index, window_ms)
+        if s.past_ttl > recent + slack:
+            late_rows += 1
+            first_rows = first_rows or (
+                f"{s.past_ttl} done rows were past their TTL ({result_ttl_ms} ms) at server ms {s.at_ms}, "
+                f"more than the last {window_ms} ms of completions ({recent}) + {slack}: trimming "
+                "falls behind the completions"
+            )
+        kept = _completed_since(samples, index, result_ttl_ms + window_ms)
+        if s.done > kept + slack:
+            late_done += 1
+            first_done = first_done or (
+                f"the done set held {s.done} ids at server ms {s.at_ms}, more than the completions of "
+                f"the last {result_ttl_ms + window_ms} ms ({kept}) + {slack}"
+            )
+    if late_rows:
+        problems.append(f"{first_rows} ({late_rows} of {len(samples)} samples)")
+    if late_done:
+        problems.append(f"{first_done} ({late_done} of {len(samples)} samples)")
+    return problems
+
+
+def figures(samples: list[Sample], start: Sample | None, end: Sample | None) -> dict[str, int | None]:
+    """The report's memory figures: ``used_memory`` at the start and end of the run and its sampled
+    peak; the most rows past their TTL and the largest done set any sample saw."""
+    return {
+        "used_memory_start": start.used_memory if start else None,
+        "used_memory_end": end.used_memory if end else None,
+        "used_memory_peak": max((s.used_memory for s in samples), default=None),
+        "past_ttl_max": max((s.past_ttl for s in samples), default=None),
+        "done_max": max((s.done for s in samples), default=None),
+        "samples": len(samples),
+    }
