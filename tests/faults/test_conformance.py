@@ -3,13 +3,19 @@ no guess is lost and none is scored twice. And the checks can fail: a state brok
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 
 import pytest
 
+from codemojex import ranking
 from codemojex.conformance.harness import INJECTED, Config, Run, run
+from codemojex.conformance.punctuality import after_deaths, spread_check
+from codemojex.conformance.starts import Start, Starts
+from codemojex.guesses import record_from_row
 from codemojex.keys import GameKeys, guess_of
+from echomq import ids
 from echomq.keyspace import Keyspace
 
 SHORT = Config(
@@ -29,7 +35,61 @@ def test_under_every_fault_no_guess_is_lost_or_scored_twice_with_appendfsync_alw
     assert report.duplicates_absorbed > 0
     assert 0 < report.over_http < report.acknowledged  # some players play over HTTP, the rest in-process
     assert report.redeliveries > 0
+    assert report.retried > 0  # handler failures retried with backoff
+    assert report.memory["used_memory_start"]
+    assert report.memory["used_memory_end"]
+    punctuality = report.punctuality
+    assert punctuality["handler_starts"] >= report.scored
+    assert punctuality["quiet_delayed_late_ms"]
+    assert punctuality["quiet_retry_late_ms"]
+    assert punctuality["quiet_held"] == 3 * SHORT.concurrency
     assert json.loads(report.to_json())["ok"] is True
+
+
+@pytest.mark.slow
+def test_at_full_speed_with_short_ttls_done_rows_and_the_done_set_stay_bounded():
+    """Sampled during the run: rows past their TTL stay within a few seconds' worth of completions,
+    with the library's sweep period (trimming must keep up with the work, not with the sweep)."""
+    fast = Config(
+        guesses=2000,
+        players=40,
+        workers=3,
+        kinds=(),
+        fail_rate=0.0,
+        result_ttl_ms=1000,
+        dedup_window_ms=120_000,
+        sweep_every_s=10.0,
+        quiet=False,
+        seed=13,
+    )
+    report = run(fast)
+    assert report.ok, report.to_text()
+    assert report.scored == fast.guesses
+    assert report.memory["samples"] >= 4, report.to_text()  # sampled along the run, not only at its end
+    assert report.memory["used_memory_start"]
+    assert report.memory["used_memory_end"]
+
+
+@pytest.mark.slow
+def test_a_redis_pause_past_the_socket_timeout_dead_letters_no_job_that_no_handler_ran():
+    """With one try per guess, a claim whose reply a pause swallowed must not spend that try."""
+    paused = Config(
+        guesses=600,
+        players=10,
+        workers=3,
+        kinds=("pause",),
+        max_attempts=1,
+        socket_timeout_s=0.5,
+        fault_every_s=1.0,
+        lease_ms=3000,
+        fail_rate=0.0,
+        quiet=False,
+        seed=14,
+    )
+    report = run(paused)
+    assert report.faults.get("pause", 0) > 0, report.to_text()
+    assert not report.violations, report.to_text()
+    assert (report.lost, report.double) == (0, 0)
 
 
 @pytest.mark.slow
@@ -41,6 +101,7 @@ def test_with_appendfsync_everysec_a_redis_crash_may_lose_admissions_but_never_s
         seed=12,
         fault_every_s=0.3,
         kinds=("redis", "kill", "boundary"),
+        quiet=False,
     )
     report = run(everysec)
     assert report.double == 0, report.to_text()
@@ -55,7 +116,13 @@ def finished_run(redis_server, tag):
     """A short run against the session's Redis (a Redis of the caller's own, as a user would run it),
     which outlives the run, so its state can be broken and checked again."""
     config = dataclasses.replace(
-        SHORT, guesses=200, players=4, redis_url=redis_server.url, tag=tag, kinds=("kill", "boundary")
+        SHORT,
+        guesses=200,
+        players=4,
+        redis_url=redis_server.url,
+        tag=tag,
+        kinds=("kill", "boundary"),
+        quiet=False,
     )
     the_run = Run(config)
     report = the_run.execute_blocking()
@@ -121,6 +188,85 @@ def test_the_checks_catch_attempts_that_are_not_the_admission_order_fold(finishe
     assert any(f"{player}'s standing" in violation for violation in report.violations)
 
 
+def test_the_checks_catch_done_rows_left_untrimmed_past_their_ttl(finished_run, sync_redis, tag):
+    """A done set the trimming left behind (1,000 rows two TTLs old) breaks the memory bound."""
+    keys = Keyspace(tag)
+    seconds, _ = sync_redis.time()
+    old = (int(seconds) - 7200) * 1000  # two hours ago: past the default one-hour result TTL
+    pipe = sync_redis.pipeline(transaction=False)
+    for _ in range(1000):
+        job = ids.mint("JOB")
+        pipe.hset(keys.job(job), mapping={"state": "done", "lane": "PLR0", "finished": old, "attempts": 1})
+        pipe.zadd(keys.done, {job: old})
+    pipe.execute()
+    report = finished_run.recheck()
+    assert any("past their TTL" in violation for violation in report.violations), report.to_text()
+    assert report.memory["past_ttl_max"] >= 1000
+
+
+def _fold(records):
+    standings = {}
+    for record in records:
+        standings[record.player] = ranking.fold(
+            standings.get(record.player),
+            record.player,
+            record.feedback.hits,
+            record.feedback.nears,
+            record.submitted_ms,
+        )
+    return [ranking.board_member(s) for s in ranking.rank(standings.values())]
+
+
+def test_the_checks_catch_a_board_folded_in_scoring_order(finished_run, sync_redis, tag):
+    """A board folded in delivery order, not admission order, is caught (the old check accepted it)."""
+    game_keys = GameKeys(tag)
+    round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
+    ids_ = [raw.decode() for raw in sync_redis.zrange(game_keys.scored(round_id), 0, -1)]
+    rows = {guess: sync_redis.hgetall(game_keys.guess(guess)) for guess in ids_}
+    player = rows[ids_[0]][b"player"]
+    mine = sorted(guess for guess, row in rows.items() if row[b"player"] == player)
+    assert len(mine) >= 2
+    # As if this player's guesses were delivered last-minted first, all with the same feedback: folded in
+    # that order, the tie-break time is the latest guess's, not the earliest's.
+    serials = sorted(int(rows[guess][b"serial"]) for guess in mine)
+    for guess, serial in zip(reversed(mine), serials, strict=True):
+        sync_redis.hset(game_keys.guess(guess), mapping={"serial": serial, "code": rows[mine[0]][b"code"]})
+    records = [record_from_row(g, sync_redis.hgetall(game_keys.guess(g))) for g in ids_]
+    in_scoring_order = _fold(sorted(records, key=lambda r: r.serial))
+    sync_redis.delete(game_keys.board(round_id))
+    sync_redis.zadd(game_keys.board(round_id), dict.fromkeys(in_scoring_order, 0))
+    assert in_scoring_order != _fold(sorted(records, key=lambda r: r.id))
+    report = finished_run.recheck()
+    assert any("admission order" in violation for violation in report.violations), report.to_text()
+
+
+async def test_the_checks_catch_a_dead_job_that_no_handler_ran(finished_run, bus):
+    """A claim that no handler received (its reply lost), whose lease ran out on its last try, is caught."""
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="PLR-lost-reply", payload=b"{}", max_attempts=1)
+    [claim] = await bus.claim(count=1, lease_ms=100, owner="elsewhere:1")  # a live worker, no handler run
+    assert claim.job == job
+    await asyncio.sleep(0.2)
+    await bus.sweep()
+    report = finished_run.recheck()
+    assert report.dead == 0  # not an admitted guess: only the new check sees it
+    assert any(job in v and "no handler ever ran it" in v for v in report.violations), report.to_text()
+
+
+def test_the_spread_check_catches_a_dead_workers_jobs_run_by_one_idle_worker():
+    """24 reclaimed jobs (3 workers' slots) run by 1 of 3 idle workers is a violation; by 3 it is not."""
+    held = [(f"JOB{n}", 1) for n in range(24)]
+    one = Starts({job: [Start(job, 2, 1_000 + n, 7)] for n, (job, _) in enumerate(held)}, set())
+    rerun, spreads = after_deaths([(900, held)], one)
+    assert spreads == [1]
+    assert rerun[0] == 100
+    assert spread_check(24, spreads[0], idle=3, concurrency=8)
+    three = Starts({job: [Start(job, 2, 1_000, 7 + n % 3)] for n, (job, _) in enumerate(held)}, set())
+    assert after_deaths([(900, held)], three)[1] == [3]
+    assert spread_check(24, 3, idle=3, concurrency=8) == []
+    assert spread_check(8, 1, idle=3, concurrency=8) == []  # one worker's slots: one worker suffices
+
+
 def test_a_schedule_names_only_known_faults():
     with pytest.raises(ValueError, match="unknown fault kinds"):
         Config(kinds=("kill", "meteor"))
@@ -143,7 +289,7 @@ def _cli(*args):
 
 def test_the_command_runs_a_schedule_and_answers_in_json(tmp_path):
     done = _cli("--json", "conformance", "--guesses", "200", "--players", "4", "--kinds", "kill,boundary",
-                "--report", str(tmp_path / "report.json"))  # fmt: skip
+                "--no-quiet", "--report", str(tmp_path / "report.json"))  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     shown = json.loads(done.stdout)
     assert (shown["ok"], shown["acknowledged"], shown["lost"], shown["double"]) == (True, 200, 0, 0)

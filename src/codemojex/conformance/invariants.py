@@ -231,6 +231,9 @@ def leaderboard(state: GameState) -> list[str]:
     return problems
 
 
+UNHANDLED_SHOWN = 10  # dead jobs no handler ran, listed one by one (then counted)
+
+
 def dead_unhandled(rows: dict[str, dict[str, str]], starts: Starts, lost_holders: set[int]) -> list[str]:
     """Dead jobs that no handler ever ran, whose last holder (the row's ``owner``, ``host:pid``) was
     neither killed nor stopped: a try was spent on a claim whose worker never received the job."""
@@ -246,4 +249,7 @@ def dead_unhandled(rows: dict[str, dict[str, str]], starts: Starts, lost_holders
             f"{job} was dead-lettered ({row.get('error', '')!r}) but no handler ever ran it "
             f"(last claimed by {owner or 'no one'}, alive): a claim's lost reply spent its last try"
         )
+    if len(problems) > UNHANDLED_SHOWN:
+        more = len(problems) - UNHANDLED_SHOWN
+        problems = [*problems[:UNHANDLED_SHOWN], f"... and {more} more dead jobs no handler ran"]
     return problems
