@@ -43,12 +43,21 @@ check: lint typecheck test
 bench: $(STAMP)
 	$(BIN)/python -m bench.queue
 
-## faults: the long conformance schedule (100,000 guesses under ~1,000 crashes), then one on appendfsync everysec
+## faults: the long conformance schedule (100,000 guesses under ~1,000 crashes and pauses), one on appendfsync
+## everysec, one at full speed with short TTLs and the library's sweep period (memory), one with a single try
+## per guess under Redis pauses (a lost claim reply must not spend it)
 faults: $(STAMP)
 	$(BIN)/codemojex conformance --guesses 100000 --players 200 --workers 4 --boundary-rate 0.04 \
-		--fault-every 0.25 --seed 2026 --report bench/results/faults-latest.json
+		--fault-every 0.25 --socket-timeout 0.5 --seed 2026 --report bench/results/faults-latest.json
 	$(BIN)/codemojex conformance --guesses 20000 --players 100 --workers 4 --boundary-rate 0.04 \
-		--fault-every 0.25 --seed 2027 --appendfsync everysec --report bench/results/faults-everysec-latest.json
+		--fault-every 0.25 --socket-timeout 0.5 --seed 2027 --appendfsync everysec \
+		--report bench/results/faults-everysec-latest.json
+	$(BIN)/codemojex conformance --guesses 30000 --players 100 --workers 4 --kinds '' --fail-rate 0 \
+		--result-ttl-ms 1000 --dedup-window-ms 600000 --sweep-every 10 --no-quiet --seed 2028 \
+		--report bench/results/faults-memory-latest.json
+	$(BIN)/codemojex conformance --guesses 10000 --players 50 --workers 4 --kinds pause,cut,sweeps \
+		--max-attempts 1 --socket-timeout 0.5 --lease-ms 3000 --fail-rate 0 --fault-every 1 --no-quiet \
+		--seed 2029 --report bench/results/faults-pause-latest.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data

@@ -24,6 +24,7 @@ SHORT = Config(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # a schedule, then the quiet phase's probes (a hang guard, not a speed bound)
 def test_under_every_fault_no_guess_is_lost_or_scored_twice_with_appendfsync_always():
     report = run(SHORT)
     assert report.ok, report.to_text()
@@ -47,6 +48,7 @@ def test_under_every_fault_no_guess_is_lost_or_scored_twice_with_appendfsync_alw
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_at_full_speed_with_short_ttls_done_rows_and_the_done_set_stay_bounded():
     """Sampled during the run: rows past their TTL stay within a few seconds' worth of completions,
     with the library's sweep period (trimming must keep up with the work, not with the sweep)."""

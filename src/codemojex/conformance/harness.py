@@ -79,7 +79,7 @@ from echomq import Settings, ids
 from echomq import faults as bus_faults
 from echomq.keyspace import Keyspace
 from echomq.proxy import Proxy
-from echomq.server import RedisClusterProcesses, RedisProcess, free_port
+from echomq.server import RedisClusterProcesses, RedisProcess, die_with_parent, free_port
 
 INJECTED = ("kill", "stall", "redis", "cut", "sweeps", "pause")  # what the injector picks from, at random
 # How many of each injected kind a turn of the schedule holds: kills are cheap and the most telling;
@@ -211,7 +211,13 @@ class WorkerPool:
             argv += ["--dedup-window-ms", str(c.dedup_window_ms)]
         if c.cluster:
             argv += ["--cluster"]
-        process = subprocess.Popen(argv, env=self._env(), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(  # dies with the harness, however it ends: no orphan worker
+            argv,
+            env=self._env(),
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,  # noqa: PLW1509  (only prctl)
+        )
         self.processes.append(process)
         return process
 

@@ -42,7 +42,7 @@ Client = Any  # a blocking redis.Redis
 Kill = tuple[int, list[tuple[str, int]]]  # (server ms of the death, the jobs held with their token)
 
 QUIET_SWEEP_S = 1.0  # the quiet workers' sweep period: a due time forgotten costs up to this much
-DELAYED_PROBES = 6
+DELAYED_PROBES = 4
 RETRY_PROBES = 2
 RERUN_HOLD_MS = 500  # a reclaimed probe holds its slot this long: one worker cannot run them all at once
 HOARD_HOLD_MS = 600_000  # the doomed worker's first deliveries hold until it is killed
