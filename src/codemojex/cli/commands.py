@@ -19,7 +19,7 @@ from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
-from echomq.worker import Worker
+from echomq.worker import Handler, Worker
 
 
 @dataclass(slots=True)
@@ -186,14 +186,37 @@ async def refund_run(game: Game, args: argparse.Namespace) -> Result:
 
 
 async def worker_run(game: Game, args: argparse.Namespace) -> Result:
-    refunder = Refunder(game, every_s=args.sweep_every)  # refunds dead guesses (codemojex.refunds)
-    worker = Worker(
-        game.bus,
-        ScoreWorker(game).handle,
+    worker = await run_score_worker(
+        game,
         concurrency=args.concurrency,
         lease_ms=args.lease_ms,
         sweep_every_s=args.sweep_every,
         grace_s=args.grace,
+    )
+    data = {"owner": worker.owner, "tag": game.bus.tag, "counts": asdict(worker.counts)}
+    return Result(data, [])  # the readable record is the log (worker.started ... worker.stopped)
+
+
+async def run_score_worker(
+    game: Game,
+    *,
+    concurrency: int,
+    lease_ms: int,
+    sweep_every_s: float,
+    grace_s: float,
+    wrap: Callable[[Handler], Handler] | None = None,
+) -> Worker:
+    """The score worker until SIGTERM / SIGINT, with the refunder of dead guesses beside it; ``wrap``
+    (the conformance suite's worker) wraps the handler. Returns the stopped worker."""
+    refunder = Refunder(game, every_s=sweep_every_s)  # refunds dead guesses (codemojex.refunds)
+    handler: Handler = ScoreWorker(game).handle
+    worker = Worker(
+        game.bus,
+        wrap(handler) if wrap is not None else handler,
+        concurrency=concurrency,
+        lease_ms=lease_ms,
+        sweep_every_s=sweep_every_s,
+        grace_s=grace_s,
         on_dead=refunder.on_dead,
     )
     stopping = asyncio.Event()
@@ -203,5 +226,4 @@ async def worker_run(game: Game, args: argparse.Namespace) -> Result:
     finally:
         stopping.set()
         await refunds
-    data = {"owner": worker.owner, "tag": game.bus.tag, "counts": asdict(worker.counts)}
-    return Result(data, [])  # the readable record is the log (worker.started ... worker.stopped)
+    return worker

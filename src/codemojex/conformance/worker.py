@@ -1,8 +1,9 @@
 """The harness's worker process: ``python -m codemojex.conformance.worker``.
 
-It is ``codemojex worker`` (an :class:`echomq.Worker` draining the lanes with
-:class:`~codemojex.score_worker.ScoreWorker`), the same code in a real process, with what the checks
-need around the handler and nothing changed inside it:
+It is ``codemojex worker`` (:func:`codemojex.cli.commands.run_score_worker`: an :class:`echomq.Worker`
+draining the lanes with :class:`~codemojex.score_worker.ScoreWorker`, and the refunder of dead guesses),
+the same code in a real process, with what the checks need around the handler and nothing changed
+inside it:
 
 * the run's bus :class:`~echomq.Settings` (result TTL, dedup window, retry backoff), and whatever the
   Redis URL carries (the harness gives it a short ``socket_timeout``, so a Redis pause outlasts it);
@@ -19,33 +20,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
+from codemojex.cli.commands import run_score_worker
 from codemojex.conformance.starts import StartLog, is_probe
 from codemojex.game import Game
-from codemojex.score_worker import ScoreWorker
-from echomq import Finish, Job, Settings, Worker, logs
+from echomq import Job, Settings, logs
+from echomq.worker import Handler, HandlerResult
 
 
 class TransientFailure(Exception):
     """The failure ``--fail-rate`` injects: retryable, raised before the handler touches anything."""
 
 
-def _wrap(
-    score: Callable[[Job], Awaitable[Finish]], starts: StartLog, fail_rate: float, rng: random.Random
-) -> Callable[[Job], Awaitable[Finish | bytes]]:
-    async def handle(job: Job) -> Finish | bytes:
-        starts.record(job)
-        if is_probe(job.lane):
-            return await _probe(job)
-        if job.attempt == 1 and fail_rate > 0 and rng.random() < fail_rate:
-            raise TransientFailure("conformance: a transient failure of a first delivery")
-        return await score(job)
+def _wrapper(starts: StartLog, fail_rate: float, rng: random.Random) -> Callable[[Handler], Handler]:
+    def wrap(score: Handler) -> Handler:
+        async def handle(job: Job) -> HandlerResult:
+            starts.record(job)
+            if is_probe(job.lane):
+                return await _probe(job)
+            if job.attempt == 1 and fail_rate > 0 and rng.random() < fail_rate:
+                raise TransientFailure("conformance: a transient failure of a first delivery")
+            result = score(job)
+            return await result if inspect.isawaitable(result) else result
 
-    return handle
+        return handle
+
+    return wrap
 
 
 async def _probe(job: Job) -> bytes:
@@ -100,17 +105,15 @@ async def run(args: argparse.Namespace) -> None:
     )
     with StartLog(args.starts, args.lease_ms) as starts:
         async with game:
-            handler = _wrap(ScoreWorker(game).handle, starts, args.fail_rate, random.Random(args.seed))
-            worker = Worker(
-                game.bus,
-                handler,
+            starts.ready()
+            await run_score_worker(
+                game,
                 concurrency=args.concurrency,
                 lease_ms=args.lease_ms,
                 sweep_every_s=args.sweep_every,
                 grace_s=args.grace,
+                wrap=_wrapper(starts, args.fail_rate, random.Random(args.seed)),
             )
-            starts.ready()
-            await worker.run(handle_signals=True)
 
 
 def main(argv: list[str] | None = None) -> None:
