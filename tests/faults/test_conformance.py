@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -15,7 +16,7 @@ from codemojex.conformance.punctuality import after_deaths, spread_check
 from codemojex.conformance.starts import Start, Starts
 from codemojex.guesses import record_from_row
 from codemojex.keys import GameKeys, guess_of
-from echomq import ids
+from echomq import Bus, ids
 from echomq.keyspace import Keyspace
 
 SHORT = Config(
@@ -190,8 +191,29 @@ def test_the_checks_catch_attempts_that_are_not_the_admission_order_fold(finishe
     assert any(f"{player}'s standing" in violation for violation in report.violations)
 
 
-def test_the_checks_catch_done_rows_left_untrimmed_past_their_ttl(finished_run, sync_redis, tag):
+@pytest.fixture(scope="module")
+def broken_run(redis_server):
+    """One short run for the new checks' broken states (each test breaks another part of it), under a
+    tag of its own: one run, not one per test, keeps CI short."""
+    tag = f"broken-{os.getpid()}"
+    config = dataclasses.replace(
+        SHORT,
+        guesses=200,
+        players=4,
+        redis_url=redis_server.url,
+        tag=tag,
+        kinds=("kill", "boundary"),
+        quiet=False,
+    )
+    the_run = Run(config)
+    report = the_run.execute_blocking()
+    assert report.ok, report.to_text()
+    return the_run, tag
+
+
+def test_the_checks_catch_done_rows_left_untrimmed_past_their_ttl(broken_run, sync_redis):
     """A done set the trimming left behind (1,000 rows two TTLs old) breaks the memory bound."""
+    finished_run, tag = broken_run
     keys = Keyspace(tag)
     seconds, _ = sync_redis.time()
     old = (int(seconds) - 7200) * 1000  # two hours ago: past the default one-hour result TTL
@@ -219,8 +241,9 @@ def _fold(records):
     return [ranking.board_member(s) for s in ranking.rank(standings.values())]
 
 
-def test_the_checks_catch_a_board_folded_in_scoring_order(finished_run, sync_redis, tag):
+def test_the_checks_catch_a_board_folded_in_scoring_order(broken_run, sync_redis):
     """A board folded in delivery order, not admission order, is caught (the old check accepted it)."""
+    finished_run, tag = broken_run
     game_keys = GameKeys(tag)
     round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
     ids_ = [raw.decode() for raw in sync_redis.zrange(game_keys.scored(round_id), 0, -1)]
@@ -242,14 +265,16 @@ def test_the_checks_catch_a_board_folded_in_scoring_order(finished_run, sync_red
     assert any("admission order" in violation for violation in report.violations), report.to_text()
 
 
-async def test_the_checks_catch_a_dead_job_that_no_handler_ran(finished_run, bus):
+async def test_the_checks_catch_a_dead_job_that_no_handler_ran(broken_run, redis_server):
     """A claim that no handler received (its reply lost), whose lease ran out on its last try, is caught."""
+    finished_run, tag = broken_run
     job = ids.mint("JOB")
-    await bus.enqueue(job, lane="PLR-lost-reply", payload=b"{}", max_attempts=1)
-    [claim] = await bus.claim(count=1, lease_ms=100, owner="elsewhere:1")  # a live worker, no handler run
-    assert claim.job == job
-    await asyncio.sleep(0.2)
-    await bus.sweep()
+    async with Bus.from_url(redis_server.url, tag=tag) as bus:
+        await bus.enqueue(job, lane="PLR-lost-reply", payload=b"{}", max_attempts=1)
+        [claim] = await bus.claim(count=1, lease_ms=100, owner="elsewhere:1")  # alive; no handler run
+        assert claim.job == job
+        await asyncio.sleep(0.2)
+        await bus.sweep()
     report = finished_run.recheck()
     assert report.dead == 0  # not an admitted guess: only the new check sees it
     assert any(job in v and "no handler ever ran it" in v for v in report.violations), report.to_text()

@@ -35,7 +35,7 @@ import redis
 
 from codemojex.conformance.starts import PROBE_LANE, Starts, is_ready, read_starts
 from codemojex.keys import JOB
-from echomq import Bus, NewJob, ids
+from echomq import Bus, NewJob, RedisUnavailable, ids
 from echomq.keyspace import Keyspace
 
 Client = Any  # a blocking redis.Redis
@@ -166,9 +166,9 @@ class QuietPhase:
                 (n + 1) * (QUIET_SWEEP_S + 0.3) * 1000
             )  # each due more than a period after the last
             job = await self._probe(f"d{n}", {}, delay_ms)
-            score = await asyncio.to_thread(self.client.zscore, self.bus.keys.delayed, job)
-            if score is not None:
-                due[job] = int(score)
+            at = await asyncio.to_thread(self._due_of, job)
+            if at is not None:
+                due[job] = at
         retries = {await self._probe(f"r{n}", {"fail_first": True}) for n in range(RETRY_PROBES)}
         watch = DueWatch(self.client, self.bus.keys, every_s=0.05)
         stop = asyncio.Event()
@@ -211,10 +211,24 @@ class QuietPhase:
     # -- helpers -----------------------------------------------------------------------------------
 
     async def _probe(self, name: str, spec: dict[str, Any], delay_ms: int = 0) -> str:
+        """Enqueue a probe job, retried with the same id until Redis answers (a connection the faults
+        left broken fails once; an enqueue is idempotent on its id)."""
         job = ids.mint(JOB)
-        lane = f"{PROBE_LANE}.{name}"
-        await self.bus.enqueue_many([NewJob(job, lane, json.dumps(spec).encode(), delay_ms=delay_ms)])
-        return job
+        new = NewJob(job, f"{PROBE_LANE}.{name}", json.dumps(spec).encode(), delay_ms=delay_ms)
+        for _ in range(50):
+            try:
+                await self.bus.enqueue_many([new])
+            except RedisUnavailable:
+                await asyncio.sleep(0.1)
+                continue
+            return job
+        raise RedisUnavailable("the quiet phase could not enqueue a probe")
+
+    def _due_of(self, job: str) -> int | None:
+        with contextlib.suppress(redis.RedisError):
+            score = self.client.zscore(self.bus.keys.delayed, job)
+            return None if score is None else int(score)
+        return None
 
     def _started_by(self, jobs: list[str], pid: int) -> bool:
         starts = read_starts(self.starts_dir, [pid])
