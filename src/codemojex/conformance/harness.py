@@ -355,13 +355,15 @@ def _wait(process: subprocess.Popen[bytes]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """One player's part: how many guesses, drawn from the keyboard, never the secret."""
+    """One player's part: how many guesses, drawn from the keyboard; the last one is the secret when the
+    player ``solves`` (a guess of theirs redelivered after the solve was scored must still count)."""
 
     keyboard: tuple[str, ...]
     secret: tuple[str, ...]
     count: int
     rng: random.Random
     http: bool = False
+    solves: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,10 +455,10 @@ class Run:
             await self._play_http(round_id, player, plan)
             return
         rng, secret = plan.rng, plan.secret
-        for _ in range(plan.count):
+        for number in range(plan.count):
             guess = secret
-            while guess == secret:  # a solved player is refused further guesses: never solve
-                guess = tuple(rng.choice(plan.keyboard) for _ in secret)
+            while guess == secret and not (plan.solves and number == plan.count - 1):
+                guess = tuple(rng.choice(plan.keyboard) for _ in secret)  # the secret only as the last
             job = ids.mint(JOB)
             answer = await self._submit(game, round_id, player, guess, job)
             if answer == "admitted" and rng.random() < self.config.duplicate_rate:
@@ -704,7 +706,12 @@ class Run:
         http_players = round(self.config.http_share * len(joined))
         plans = [
             Plan(
-                keyboard, secret, share + (n < extra), random.Random(self.rng.random()), http=n < http_players
+                keyboard,
+                secret,
+                share + (n < extra),
+                random.Random(self.rng.random()),
+                http=n < http_players,
+                solves=n % 3 == 2,  # a third of the in-process players solve with their last guess
             )
             for n in range(len(joined))
         ]
