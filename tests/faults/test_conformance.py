@@ -20,7 +20,14 @@ from echomq import Bus, ids
 from echomq.keyspace import Keyspace
 
 SHORT = Config(
-    guesses=1500, players=12, workers=3, concurrency=8, fault_every_s=0.15, boundary_rate=0.02, seed=11
+    guesses=1500,
+    players=12,
+    workers=3,
+    concurrency=8,
+    fault_every_s=0.15,
+    boundary_rate=0.02,
+    seed=11,
+    socket_timeout_s=0.5,  # a pause lasts 0.75 s: one in nine faults, so Redis is not frozen half the run
 )
 
 
