@@ -354,6 +354,7 @@ def test_on_a_cluster_whose_slot_is_resharded_meanwhile_no_guess_is_lost_or_scor
         fault_every_s=1.0,
         kinds=("kill", "sweeps"),
         cluster=True,
+        quiet=False,  # the quiet phase's punctuality is measured by the single-server schedule
     )
     report = run(config)
     assert report.ok, report.to_text()
