@@ -234,12 +234,15 @@ class WorkerPool:
 
     async def retire_all(self) -> None:
         """Stop every worker (SIGTERM: they release their jobs); none is replaced."""
-        old = self.live()
-        for process in old:
+        await self._retire(self.live())
+
+    async def _retire(self, processes: list[subprocess.Popen[bytes]]) -> None:
+        """Stop ``processes`` on purpose (SIGCONT first, in case one is stalled; then SIGTERM) and wait."""
+        for process in processes:
             self.retired.add(process.pid)
             process.send_signal(signal.SIGCONT)
             process.terminate()
-        for process in old:
+        for process in processes:
             await asyncio.to_thread(_wait, process)
 
     async def kill(self, process: subprocess.Popen[bytes]) -> None:
@@ -292,12 +295,7 @@ class WorkerPool:
         old = self.live()
         fresh = [self.spawn().pid for _ in range(self.config.workers)]
         await self.ready(fresh)
-        for process in old:
-            self.retired.add(process.pid)
-            process.send_signal(signal.SIGCONT)
-            process.terminate()
-        for process in old:
-            await asyncio.to_thread(_wait, process)
+        await self._retire(old)
 
     async def ready(self, pids: list[int], within_s: float = 60.0) -> bool:
         """Wait until the workers ``pids`` reached their claiming loop (or died, or ``within_s`` passed)."""
