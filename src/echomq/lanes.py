@@ -19,6 +19,9 @@ Guarantees provided here:
   instead of claiming others: no try is spent for the lost reply and no job waits out a lease. The
   worker's fetcher retries its claim with the same request id until an answer arrives. A retry later
   than one lease gets only the jobs still active under their tokens (the others were swept back).
+  While the bus's slot is resharded on a Redis Cluster, a claim whose record would be on the other
+  node keeps none (``unrecorded``): its lost reply strands its jobs for one lease, then the stalled
+  sweep returns them.
 * **Idle is cheap.** Blocking happens outside Lua, claiming inside it: an idle worker blocks on the
   ``wake`` list (BLPOP) and runs the claim when a token arrives or the timeout passes. Every script that
   makes a job claimable pushes a token (the list is capped), and a claim that leaves the ring empty
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from echomq._validate import check_int
 from echomq.errors import InvalidOption, translate_redis_errors
 from echomq.jobs import MAX_LEASE_MS, Claim, claims_from_reply
+from echomq.keyspace import check_request
 
 if TYPE_CHECKING:
     from echomq.bus import Bus
@@ -66,7 +70,12 @@ def claim_call(
 ) -> tuple[list[str], list[Any]]:
     """Keys and args of one claim.lua call, every input checked (shared with the benchmark). An empty
     ``request`` records nothing: a lost reply then strands its jobs for a lease (the benchmark's raw
-    claims, which reuse one call's arguments, must not replay each other)."""
+    claims, which reuse one call's arguments, must not replay each other). The record key
+    (:meth:`~echomq.keyspace.Keyspace.claim_record`) is built by the script, not declared: it is absent
+    until the claim runs, and an absent declared key makes Redis refuse the whole script while the
+    slot is resharded. Mid-reshard a claim whose record is on no node or the other one records nothing
+    (counted as ``unrecorded``): its lost reply strands its jobs for a lease, as with no request id."""
+    check_request(request)
     check_int("count", count, 1, MAX_BATCH)
     check_int("lease_ms", lease_ms, 1, MAX_LEASE_MS)
     _check_owner(owner)
@@ -79,7 +88,6 @@ def claim_call(
             keys.wake,
             keys.stats,
             keys.waiting,
-            keys.claim_record(request),
         ],
         [keys.prefix, lease_ms, count, owner, request],
     )

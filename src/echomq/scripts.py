@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 KEY_COUNTS: dict[str, int] = {
     "enqueue": 7,
-    "claim": 7,
+    "claim": 6,
     "complete": 4,
     "fail": 9,
     "extend": 3,

@@ -78,6 +78,7 @@ COUNTERS: tuple[str, ...] = (
     "conflict",  # enqueue: same id, other lane or payload
     "claimed",  # claim: a job moved to active (also the serial that fairness lag is measured in)
     "replayed",  # claim retried after a lost reply: a job it had claimed handed out again, no new try
+    "unrecorded",  # claim with a request id that could keep no record (its record key on another node)
     "completed",  # complete: active -> done
     "stale",  # complete / fail / release refused for a stale token
     "retried",  # fail: active -> lane or delayed

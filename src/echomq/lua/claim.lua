@@ -27,13 +27,24 @@
 
   Lost reply: a claim's reply can be lost after the script ran (a timeout, a cut, a Redis pause longer
   than the client's socket timeout); its jobs are then active under tokens nobody holds. So a claim
-  with a request id (ARGV[5]) records what it claimed, 'id token id token ...', in KEYS[7] for one
-  lease, and a retry with the same request id (redis-py's own retry of the call, or the caller's)
-  finds the record and answers with those jobs again instead of claiming new ones: each that is still
-  active under its recorded token comes back with the same token and tries, its lease renewed to
-  TIME + lease (counted as 'replayed'); nothing else moves, no try is spent. A job that left active
-  since (its lease expired and was swept) is not returned. A claim that found nothing records nothing,
-  so its retry simply claims. An empty request id records nothing (the benchmark's raw claims).
+  with a request id (ARGV[5]) records what it claimed, 'id token id token ...', in its record
+  '<prefix>claim:<request id>' for one lease, and a retry with the same request id (redis-py's own
+  retry of the call, or the caller's) finds the record and answers with those jobs again instead of
+  claiming new ones: each that is still active under its recorded token comes back with the same token
+  and tries, its lease renewed to TIME + lease (counted as 'replayed'); nothing else moves, no try is
+  spent. A job that left active since (its lease expired and was swept) is not returned. A claim that
+  found nothing records nothing, so its retry simply claims. An empty request id records nothing (the
+  benchmark's raw claims).
+
+  The record is built from ARGV, not declared: it does not exist before the claim runs, and a declared
+  key that is absent makes Redis refuse the whole script while the slot moves (TRYAGAIN), so no worker
+  could claim for the length of a reshard. While the slot moves, the record is read and written only
+  when it is on this node (here()): on the source a command on a key it lacks fails, on the target an
+  absent key may still be on the source (a second copy would make the move fail). So a claim during a
+  move whose record is not here records nothing (counted as 'unrecorded'): a lost reply then strands
+  its jobs for one lease, as without a request id (the stalled sweep returns them, the try spent), and
+  a retry whose record is on the other node claims anew. In a replay, a recorded job whose row is not
+  on this node is not returned (it waits out its lease the same way).
 
   Fairness lag: waiting[lane] is the 'claimed' serial since which the lane waits for service: set by
   every script that puts the lane in the ring, reset here after each claim that serves the lane, and
@@ -47,8 +58,6 @@
     KEYS[4] wake    (list)  wake-up tokens: deleted when the ring is left empty, one pushed when not
     KEYS[5] stats   (hash)  counters; 'claimed' is also the serial of fairness lag
     KEYS[6] waiting (hash)  lane -> the 'claimed' serial since which it waits
-    KEYS[7] record  (string) what the claim with this request id claimed; '<prefix>claim:' (never
-                             written) when ARGV[5] is empty
 
     ARGV[1] bus prefix, e.g. 'emq:{cm}:'
     ARGV[2] lease (ms, > 0)
@@ -64,10 +73,14 @@
                 still active under their tokens, with the renewed deadline)
 ]]
 local ringKey, activeKey, delayedKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local recordKey = KEYS[7]
 local prefix, leaseMs, count, owner, request = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local recordKey = prefix .. 'claim:' .. request
 
 -- @include "slot"
+
+local moving = slot_moving(prefix)
+-- The record is read and written only where it is (see 'Lost reply' above).
+local recorded = request ~= '' and (not moving or here(recordKey))
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -80,13 +93,16 @@ local function next_due()
 end
 
 -- A retry of a claim that ran: answer with what it claimed (see 'Lost reply' above).
-local record = request ~= '' and redis.call('GET', recordKey)
+local record = recorded and redis.call('GET', recordKey)
 if record then
   local reply = {now, next_due(), 0}
   local held = {}  -- every row is read before the first write (a refusal on a cluster changes nothing)
   for jobId, token in string.gmatch(record, '(%S+) (%d+)') do
-    local row = redis.call('HMGET', prefix .. 'job:' .. jobId, 'state', 'attempts', 'lane', 'payload', 'tries', 'max')
-    if row[1] == 'active' and row[2] == token then held[#held + 1] = {jobId, token, row} end
+    local jobKey = prefix .. 'job:' .. jobId
+    if not moving or here(jobKey) then
+      local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'lane', 'payload', 'tries', 'max')
+      if row[1] == 'active' and row[2] == token then held[#held + 1] = {jobId, token, row} end
+    end
   end
   for _, entry in ipairs(held) do
     local jobId, token, row = entry[1], entry[2], entry[3]
@@ -104,7 +120,6 @@ end
 
 local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
 local lagMax = tonumber(redis.call('HGET', statsKey, 'lag_max') or '0')
-local moving = slot_moving(prefix)
 local ringLen = redis.call('LLEN', ringKey)  -- tracked: an emptied ring is not read again
 local out = {}
 local n = 0
@@ -171,7 +186,11 @@ end
 if n > 0 then
   redis.call('HINCRBY', statsKey, 'claimed', n)
   redis.call('HSET', statsKey, 'lag_max', lagMax)
-  if request ~= '' then redis.call('SET', recordKey, table.concat(claimed, ' '), 'PX', leaseMs) end
+  if recorded then
+    redis.call('SET', recordKey, table.concat(claimed, ' '), 'PX', leaseMs)
+  elseif request ~= '' then
+    redis.call('HINCRBY', statsKey, 'unrecorded', 1)
+  end
 end
 if elsewhere > 0 then redis.call('HINCRBY', statsKey, 'slot_moving', 1) end
 if ringLen == 0 then
