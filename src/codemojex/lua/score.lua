@@ -21,6 +21,12 @@
   renumbers. The fold reads every key it needs before its first write. The same member format as
   codemojex.ranking.board_member keeps the board in rank order.
 
+  Slot resharding (Redis Cluster): the record a first scoring writes is declared (KEYS[5]) and absent
+  until then, so while the slot moves Redis refuses such a call whole (TRYAGAIN / ASK) and the refold
+  does not run mid-move. Should it run (every declared key present on one node), the records it would
+  read are checked before the first write: one on the other node refuses the call with a TRYAGAIN
+  error, nothing changed (a retry scores it once the move ends).
+
   A job refunded after it was dead-lettered (refund.lua) and then retried is charged again before it is
   scored (ledger reason 'recharge', the same currency and amount, the JOB named) when the wallet can pay;
   when it cannot, the job completes without a record ('unpaid', result 'unpaid'): never refunded and
@@ -111,6 +117,22 @@ end
 
 local refused = fence(jobKey, statsKey, token)
 if refused then return refused end
+
+-- A record that will refold reads the player's scored records, whose keys it builds (cmx:{t}:guess:<GES>,
+-- undeclared). While the slot is being resharded one of them may be on the other node: on the source its
+-- read would fail the script, on the target it would read as empty. So each is checked here, before the
+-- first write (the recharge below), and the call is refused whole, nothing changed, as Redis refuses a
+-- script whose declared keys are split (see echomq's include "slot"); a retry scores it once the move ends.
+if slot_moving(prefix) and redis.call('EXISTS', guessKey) == 0 then
+  local recordPrefix = string.sub(guessKey, 1, #guessKey - #guessId)  -- cmx:{t}:guess:
+  if #redis.call('ZRANGEBYLEX', playedKey, '(' .. guessId, '+') > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', playedKey, 0, -1)) do
+      if not here(recordPrefix .. id) then
+        return redis.error_reply('TRYAGAIN a guess record of the player is on another node (slot moving)')
+      end
+    end
+  end
+end
 
 -- A refunded job pays again before it is scored, or completes unscored (see the header).
 local paid = redis.call('HGET', refundsKey, jobId)
