@@ -207,3 +207,33 @@ async def test_a_slot_moved_key_by_key_there_and_back_leaves_every_job_in_one_pl
         assert counters["unrecorded"] > 0, "no claim ran mid-move with its record key elsewhere"
     finally:
         await bus.aclose()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_a_claim_while_the_slot_moves_keeps_no_record_so_its_retry_claims_anew(cluster):
+    """Mid-move, a claim whose record key is on no node here claims but records nothing ('unrecorded'):
+    a retry with its request id claims other jobs, and the first claim's jobs stay active (one place)."""
+    home, away = cluster.ports[0], cluster.ports[1]
+    tag = _tag_on(cluster, home)
+    bus = Bus.from_url(f"redis://127.0.0.1:{home}/0", tag=tag, cluster=True)
+    try:
+        keys = bus.keys
+        await _fill(bus)
+        migration = SlotMigration(cluster, slot_of(keys.ring), away)
+        migration.begin()
+        first = await bus.claim(count=1, lease_ms=LONG_MS, request="lost-1")
+        again = await bus.claim(count=1, lease_ms=LONG_MS, request="lost-1")  # its reply was lost
+        for key in migration.pending():
+            migration.move(key)
+        migration.finish()
+        with redis.Redis(port=away) as target:
+            assert target.exists(keys.claim_record("lost-1")) == 0  # no node ever held it
+            in_active = {job.decode() for job in target.zrange(keys.active, 0, -1)}
+        assert len(first) == len(again) == 1 and first[0].job != again[0].job
+        assert {first[0].job, again[0].job} <= in_active
+        counters = (await bus.stats()).counters
+        assert (counters["unrecorded"], counters["replayed"]) == (2, 0)
+        assert _problems(away, keys) == []
+    finally:
+        await bus.aclose()
