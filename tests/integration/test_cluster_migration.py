@@ -230,7 +230,8 @@ async def test_a_claim_while_the_slot_moves_keeps_no_record_so_its_retry_claims_
         with redis.Redis(port=away) as target:
             assert target.exists(keys.claim_record("lost-1")) == 0  # no node ever held it
             in_active = {job.decode() for job in target.zrange(keys.active, 0, -1)}
-        assert len(first) == len(again) == 1 and first[0].job != again[0].job
+        assert len(first) == len(again) == 1
+        assert first[0].job != again[0].job
         assert {first[0].job, again[0].job} <= in_active
         counters = (await bus.stats()).counters
         assert (counters["unrecorded"], counters["replayed"]) == (2, 0)
