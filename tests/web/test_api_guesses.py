@@ -121,7 +121,12 @@ def test_a_bad_guess_is_400_with_its_problem_and_charges_nothing(
     assert reply.status_code == 400
     assert error_code(reply) == "invalid_guess"
     assert reply.json()["error"]["problem"] == problem
-    assert snapshot(sync_redis, tag) == before  # not even the Idempotency-Key is kept
+    after = snapshot(sync_redis, tag)
+    if problem == "blank":  # a lock could fill the blank for a copy of this request: its key names its JOB
+        kept = {key for key in after.keys() - before.keys() if ":idempotency:" in str(key)}
+        assert len(kept) == 1
+        after = {key: value for key, value in after.items() if key not in kept}
+    assert after == before  # nothing else changed (and a guess that cannot parse keeps no key)
 
 
 def test_no_token_or_a_bad_token_is_401(served, fruit_round):

@@ -7,7 +7,9 @@ scores the guess that proves the hit to lock.
 
 from __future__ import annotations
 
-from tests.support.web import FRUIT, open_round, secret_of, wait_until
+from codemojex import wallet
+from codemojex.game import Game
+from tests.support.web import FRUIT, error_code, open_round, run, secret_of, wait_until
 
 
 def _prove_position_0(client, path, secret) -> None:
@@ -65,3 +67,27 @@ def test_a_retry_after_a_new_lock_is_a_duplicate_charged_once(
     assert again.json()["status"] == "duplicate"
     assert again.json()["guess"] == first.json()["guess"] == [other, *secret[1:]]
     assert [entry["reason"] for entry in _ledger_of(ada, first.json()["job_id"])] == ["guess"]
+
+
+def test_a_refusal_of_the_moment_keeps_the_key_so_a_later_admission_is_the_one_job(served, operator, join):
+    """Refused for want of funds, a keyed request keeps its JOB: after a top-up, one job paid once."""
+    round_id = open_round(operator, prices=[{"currency": "gem", "amount": 2}])["round_id"]
+    player_id, ada = join()
+    path = f"/api/rounds/{round_id}/guesses"
+    body = {"guess": "🍎🍌🍇🍒🥝🍑"}
+    refused = ada.post(path, json=body, headers={"Idempotency-Key": "pay-later"})
+    assert (refused.status_code, error_code(refused)) == (402, "insufficient_funds")
+    job = refused.json()["error"]["job_id"]
+
+    async def top_up() -> None:
+        async with Game.from_url(served.config.redis_url, served.config.tag) as game:
+            await wallet.credit(game, player_id, "gem", 4, reason="prize")
+
+    run(top_up())
+    # A copy of the refused request that was in flight, then its retry: both name the one JOB.
+    admitted = ada.post(path, json=body, headers={"Idempotency-Key": "pay-later"})
+    again = ada.post(path, json=body, headers={"Idempotency-Key": "pay-later"})
+    assert (admitted.status_code, admitted.json()["job_id"]) == (202, job), admitted.text
+    assert (again.json()["status"], again.json()["job_id"]) == ("duplicate", job)
+    charges = [e for e in ada.get("/api/wallet").json()["ledger"] if e["reason"] == "guess"]
+    assert [(e["job_id"], e["delta"]) for e in charges] == [(job, -2)]  # paid once

@@ -5,9 +5,16 @@ SHA-256 (``SET NX``, kept :data:`KEPT_MS`); the digest is of the request *as sen
 a retry is recognised even if the player's locks changed meanwhile. A later request with the same key and
 the same digest gets the same JOB id, which :func:`codemojex.guesses.submit` answers as a duplicate (nothing
 charged; submit too judges a job on its guess as sent, before the locks are overlaid); a different request
-under the same key is 409 ``idempotency_conflict``. A refused guess (no funds, a closed round) forgets the
-key it stored, so the refusal leaves no trace. Concurrent requests with one key race on ``SET NX``: one
-stores its JOB id, the others read it.
+under the same key is 409 ``idempotency_conflict``. Concurrent requests with one key race on ``SET NX``:
+one stores its JOB id, the others read it.
+
+What a refusal does with the key depends on whether the same request could be admitted a moment later.
+A refusal of the request itself (a guess that does not parse without the locks, an ill-formed input, an
+unknown round) would refuse every copy of it, so the key is forgotten and the refusal leaves no trace. A
+refusal of the moment (no funds, a round not open yet or closed, the queue full, the guess limit, a
+solve) is not: a concurrent copy of the request, or its retry after a top-up, may be admitted under the
+same JOB id. Forgetting the key then would let a later retry mint a second JOB and pay twice, so the key
+is kept: every copy and retry of the request names the one JOB, admitted and charged at most once.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import json
 from typing import Any
 
 from codemojex.game import Game, translate_errors
+from codemojex.guesses import Refusal
 from codemojex.keys import JOB
 from codemojex.web.problems import Problem
 from echomq import ids
@@ -58,6 +66,16 @@ async def job_for_key(game: Game, player_id: str, key: str, digest: str) -> tupl
             409, "idempotency_conflict", "this Idempotency-Key was used for another request; use a new key"
         )
     return job, False
+
+
+def forgettable(refusal: Refusal, guess: object) -> bool:
+    """Whether a refused request's key may be dropped: only when every copy of the request is refused
+    too, i.e. a guess that does not parse and has no blank a lock could fill (see the module doc)."""
+    if refusal is not Refusal.BAD_GUESS:
+        return False
+    if isinstance(guess, str):
+        return "_" not in guess
+    return isinstance(guess, list) and all(slot not in (None, "", "_") for slot in guess)
 
 
 async def forget_key(game: Game, player_id: str, key: str) -> None:

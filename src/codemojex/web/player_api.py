@@ -149,7 +149,7 @@ async def submit_guess(
             await idempotency.forget_key(game, player_id, idempotency_key or "")
         raise
     if submission.refusal is not None:
-        if stored:
+        if stored and idempotency.forgettable(submission.refusal, new.guess):
             await idempotency.forget_key(game, player_id, idempotency_key or "")
         extra = {"problem": submission.problem} if submission.problem else {}
         status = REFUSAL_STATUS[submission.refusal]
