@@ -35,7 +35,7 @@ KEY_COUNTS: dict[str, int] = {
     "open_round": 3,
     "close_round": 1,
     "credit": 4,
-    "submit": 15,
+    "submit": 16,
     "score": 16,
     "lock": 4,
     "refund": 7,

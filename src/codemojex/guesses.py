@@ -140,6 +140,7 @@ def submit_call(
             keys.submitted(round_id, player_id),
             keys.charges(round_id),
             keys.standing(round_id),
+            keys.guess(guess_of(job)),
         ],
         [
             job,
@@ -166,7 +167,9 @@ async def submit(
 
     A lost reply: retry with the same ``job_id`` and the same ``guess``; the retry answers DUPLICATE with
     the original charge if the first call admitted the job (whatever the locks are now), else it is
-    judged afresh. Without ``job_id`` every call mints a new job, so a retry is a new guess."""
+    judged afresh. A job id whose queue row was trimmed away (its tombstone expired) but that was scored
+    or charged in this round is refused IDEMPOTENCY_CONFLICT ("already used"), charging nothing, however
+    late the retry. Without ``job_id`` every call mints a new job, so a retry is a new guess."""
     check_id(round_id, ROUND)
     check_id(player_id, PLAYER)
     job = ids.mint(JOB) if job_id is None else check_id(job_id, JOB)
@@ -203,6 +206,9 @@ async def submit(
         # The admitted guess; once the row is a tombstone, today's reading of the request (empty if none).
         admitted = decode_payload(reply[3]).guess if reply[3] else keys_of_guess
         return Submission(Outcome.DUPLICATE, job, admitted, _charge(reply[2]))
+    if code == -1 and bytes(reply[1]) == b"used":
+        # The bus forgot the job id (its tombstone expired); the game did not: never a second charge.
+        return _refused(Refusal.IDEMPOTENCY_CONFLICT, f"job {job}: this job id was already used", job)
     if code == -1:
         return _refused(
             Refusal.IDEMPOTENCY_CONFLICT, f"job {job} was admitted with another guess or player", job

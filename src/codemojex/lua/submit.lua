@@ -1,7 +1,8 @@
 --[[
   submit: admit a guess job once, charging the player's wallet in the same atomic step.
 
-  Called by codemojex.guesses.submit. If the JOB has a row the script changes nothing but the counter:
+  Called by codemojex.guesses.submit. A JOB whose row is gone but whose game records remain is refused
+  as used (below). If the JOB has a row the script changes nothing but the counter:
   duplicate (same lane and request digest, the original charge and payload are reported) or conflict
   (anything else differs). The digest (ARGV[7]) is of the request as the client sent it (round, player,
   the guess before the player's locks are overlaid), so a retry is a duplicate even if the locks changed
@@ -27,6 +28,7 @@
     KEYS[13] submitted (zset)   the player's admitted JOB ids in the round
     KEYS[14] charges   (hash)   JOB -> 'currency=amount'
     KEYS[15] standing  (hash)   player -> leaderboard member (first byte '0' = solved)
+    KEYS[16] guess     (hash)   cmx:{t}:guess:<GES>, the JOB's scored record (read only: reuse check)
 
     ARGV[1] job id
     ARGV[2] player id (also the lane's name)
@@ -42,6 +44,11 @@
     { 0, state, charge, payload }  duplicate; nothing changed; charge is the original one, payload the
                           admitted one ('' once the row is trimmed to a tombstone)
     {-1, state }          conflict: the id exists with another lane or request digest; nothing changed
+    {-1, 'used' }         the id has no row but was used before: its GES record exists, or it was charged
+                          in this round (charges:<RND>; a refund marker implies the charge). The bus forgets
+                          a job id one dedup window (done) or dead_ttl (dead) after its finish, the game
+                          never does: admitting it anew would charge again for a guess scored, or (via
+                          score.lua's recharge of a refunded one) charge it twice. Nothing changed.
     {-3, reason }         refused, nothing changed; reason: unknown_player, unknown_round, round_closed,
                           round_not_open, already_solved, max_guesses, too_many_queued, insufficient_funds,
                           bad_guess (empty payload and no row)
@@ -53,6 +60,7 @@ local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, charges
 local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local digest, roundId = ARGV[7], ARGV[8]
+local guessKey = KEYS[16]
 
 -- @include "admit"
 
@@ -63,6 +71,10 @@ if existing then
     return {0, existing[2], charge, redis.call('HGET', jobKey, 'payload') or ''}
   end
   return existing
+end
+if redis.call('EXISTS', guessKey) == 1 or redis.call('HEXISTS', chargesKey, jobId) == 1 then
+  redis.call('HINCRBY', statsKey, 'conflict', 1)  -- counted as a conflict refusal
+  return {-1, 'used'}
 end
 if payload == '' then return {-3, 'bad_guess'} end
 
