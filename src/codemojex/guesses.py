@@ -206,13 +206,11 @@ async def submit(
         # The admitted guess; once the row is a tombstone, today's reading of the request (empty if none).
         admitted = decode_payload(reply[3]).guess if reply[3] else keys_of_guess
         return Submission(Outcome.DUPLICATE, job, admitted, _charge(reply[2]))
-    if code == -1 and bytes(reply[1]) == b"used":
-        # The bus forgot the job id (its tombstone expired); the game did not: never a second charge.
-        return _refused(Refusal.IDEMPOTENCY_CONFLICT, f"job {job}: this job id was already used", job)
     if code == -1:
-        return _refused(
-            Refusal.IDEMPOTENCY_CONFLICT, f"job {job} was admitted with another guess or player", job
-        )
+        # 'used': the bus forgot the job id (its tombstone expired), the game did not: never a second charge.
+        used = bytes(reply[1]) == b"used"
+        detail = "this job id was already used" if used else "was admitted with another guess or player"
+        return _refused(Refusal.IDEMPOTENCY_CONFLICT, f"job {job}: {detail}", job)
     reason = bytes(reply[1])
     if reason == b"unknown_player":
         raise UnknownPlayer(f"no player {player_id}")

@@ -74,7 +74,7 @@ async def test_a_scored_guess_id_resubmitted_after_its_tombstone_expired_is_not_
 
 
 async def test_a_refunded_dead_guess_id_resubmitted_after_its_row_expired_is_not_charged(setup, sync_redis):
-    """A dead, refunded guess's job id, resubmitted once the bus forgot it, is refused: never charged twice."""
+    """A dead, refunded guess's job id, resubmitted once the bus forgot it, is refused: not charged twice."""
     game, the_round, player = setup
     first = await guesses.submit(game, the_round.id, player.id, text(GUESS))
     assert first.outcome is Outcome.ADMITTED
