@@ -38,7 +38,7 @@ KEY_COUNTS: dict[str, int] = {
     "submit": 16,
     "score": 16,
     "lock": 4,
-    "refund": 7,
+    "refund": 10,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

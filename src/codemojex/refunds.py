@@ -14,6 +14,11 @@ The rule
   (``score.lua``: ledger reason ``recharge``, the same currency and amount, the JOB named) when the
   wallet can pay; when it cannot, the job completes without a record (result ``unpaid``). So a guess is
   never both refunded and scored for free: its net charge is its price when it is scored, 0 otherwise.
+* A job that is dead **and** has a GES record was scored, but its completion was lost (the score's effect
+  was written and the worker died before the completion, on its last try, so the sweep dead-lettered
+  it). It is never refunded: ``refund.lua`` finishes it instead, in the same atomic step (dead -> done,
+  result ``scored``) and answers :attr:`Refund.SCORED`; so a scored guess is never left dead. Lost reply
+  or retry: the next call finds it done (:attr:`Refund.NOT_DEAD`), nothing changes again.
 * The wallet never goes negative (a refund only credits; a recharge only debits what the wallet holds),
   and every entry names its JOB, so :func:`codemojex.wallet.reconcile` holds throughout.
 
@@ -56,7 +61,7 @@ class Refund(StrEnum):
     REFUNDED = "refunded"  # credited back now
     ALREADY = "already"  # refunded before (and maybe recharged or completed unpaid since)
     NOT_DEAD = "not_dead"  # queued, active, done, or no row: nothing to refund
-    SCORED = "scored"  # it has a GES record: a scored guess is never refunded
+    SCORED = "scored"  # it has a GES record: never refunded (a dead one is finished: dead -> done)
     UNCHARGED = "uncharged"  # submit did not charge it (a plain bus job, or a payload naming no round)
 
 
@@ -151,6 +156,9 @@ async def _refund_one(game: Game, job: str, round_id: str, player: str) -> Refun
             keys.ledger(player),
             keys.charges(round_id),
             keys.refunds(round_id),
+            game.bus.keys.dead,
+            game.bus.keys.done,
+            game.bus.keys.stats,
         ],
         [job, player],
     )
@@ -159,6 +167,8 @@ async def _refund_one(game: Game, job: str, round_id: str, player: str) -> Refun
         return RefundResult(job, Refund.UNCHARGED)
     if code not in _CODES:
         raise ScriptError(f"refund.lua answered {reply!r}")
+    if code == -2 and bytes(reply[1]) == b"done":  # scored, its completion lost: finished, not refunded
+        log.info("finished scored dead job=%s", job)
     if code == 1:
         currency, amount = bytes(reply[1]).decode().split("=", 1)
         log.info("refunded job=%s %s=%s", job, currency, amount)

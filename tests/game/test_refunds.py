@@ -19,11 +19,13 @@ import pytest
 
 from codemojex import guesses, players, refunds, rounds, wallet
 from codemojex.conformance import invariants
+from codemojex.engine import score
 from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
+from codemojex.payload import decode_payload
 from codemojex.refunds import Refund, Refunder
-from codemojex.score_worker import ScoreWorker
+from codemojex.score_worker import ScoreWorker, score_call
 from echomq import Bus, Worker
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.web import ROOT, stop_worker, worker_process
@@ -299,3 +301,26 @@ async def test_a_scored_or_live_guess_is_never_refunded(setup, sync_redis):
     assert await refunds.refund(game, [job]) == [refunds.RefundResult(job, Refund.NOT_DEAD)]
     assert (await refunds.refund_dead(game, since_ms=0)).refunded == ()
     assert [e["reason"] for e in ledger_of(sync_redis, game, player.id, job)] == ["guess"]
+
+
+async def test_a_scored_guess_dead_lettered_by_the_sweep_is_finished_not_refunded(setup, sync_redis):
+    """Effect written, worker dead on its last try, sweep dead-letters it: the refund pass finishes it
+    (dead -> done), refunds nothing, and exactly-once holds."""
+    game, the_round, player = setup
+    job = await submit(game, the_round, player)
+    [claim] = await game.bus.claim(1, lease_ms=100)  # the only try
+    request = decode_payload(sync_redis.hget(game.bus.keys.job(job), "payload"))
+    call = score_call(game, claim, request, score(SECRET, GUESS), finish=False)
+    assert [int(part) for part in await game.run("score", *call)] == [2, 1]  # the effect, no ack
+    await asyncio.sleep(0.2)
+    assert (await game.bus.sweep()).dead == 1  # 'lease expired on the last of 1 attempts'
+    assert sync_redis.hget(game.bus.keys.job(job), "state") == b"dead"
+    done = await refunds.refund_dead(game, since_ms=0)
+    assert done.refunded == ()
+    assert sync_redis.hget(game.bus.keys.job(job), "state") == b"done"
+    assert sync_redis.zscore(game.bus.keys.dead, job) is None
+    assert sync_redis.zscore(game.bus.keys.done, job) is not None
+    assert [e["reason"] for e in ledger_of(sync_redis, game, player.id, job)] == ["guess"]
+    assert await refunds.refund(game, [job]) == [refunds.RefundResult(job, Refund.NOT_DEAD)]
+    assert conformance_problems(sync_redis, game, the_round, player) == []
+    assert await reconciles(game, player.id)
