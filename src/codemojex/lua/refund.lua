@@ -56,6 +56,9 @@ if row[1] ~= 'dead' then return {-1, row[1] or ''} end
 if row[2] ~= playerId then return {-4, row[2] or ''} end
 if redis.call('EXISTS', guessKey) == 1 then
   if row[3] then return {-2, ''} end
+  -- Touch the bus keys before the first write (cluster: a key elsewhere refuses the call unchanged).
+  redis.call('ZSCORE', deadKey, jobId)
+  redis.call('EXISTS', doneKey, statsKey)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZREM', deadKey, jobId)
