@@ -30,7 +30,18 @@ DEFAULT_TAG = "cm"
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Per-bus limits. Every process of one bus should use the same values."""
+    """Per-bus limits. Every process of one bus should use the same values.
+
+    Windows shorter than a lease are allowed (0 included: tests and short-lived buses use them), not
+    refused against the longest lease (``MAX_LEASE_MS``, 24 h, far longer than most windows should be).
+    But a finished id is admitted anew once its row is trimmed and its tombstone expired, that is after
+    the longer of ``result_ttl_ms`` (``dead_ttl_ms``) and ``dedup_window_ms``, its attempts (the fencing
+    token) restarting at 0, while a claim of its old life, or that claim's lost-reply record (kept one
+    lease), may still act. A retried claim is safe (claim.lua replays a job only to the request that
+    holds it now), but the fence alone cannot tell a finishing call of the old claim from one of a new
+    claim under the same token: keep the dedup window longer than the longest lease plus the time a
+    worker may spend retrying a finish.
+    """
 
     max_payload: int = 64 * 1024  # bytes, for payloads and results
     wake_cap: int = 64  # wake tokens kept at most: enough to wake that many idle workers at once

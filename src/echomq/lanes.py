@@ -18,7 +18,10 @@ Guarantees provided here:
   :class:`~echomq.errors.RedisUnavailable`, is answered with the same jobs, same tokens, leases renewed,
   instead of claiming others: no try is spent for the lost reply and no job waits out a lease. The
   worker's fetcher retries its claim with the same request id until an answer arrives. A retry later
-  than one lease gets only the jobs still active under their tokens (the others were swept back).
+  than one lease gets only the jobs still active under their tokens (the others were swept back), and
+  only those its own request still holds: the row names the request that claimed it, so a job whose id
+  was finished, trimmed and admitted anew (windows shorter than a lease) and is held by another claim
+  under the same restarted token is never handed to the retry.
   While the bus's slot is resharded on a Redis Cluster, a claim whose record would be on the other
   node keeps none (``unrecorded``): its lost reply strands its jobs for one lease, then the stalled
   sweep returns them.
@@ -105,9 +108,10 @@ async def claim(
     """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``.
 
     ``request`` (default: a fresh id) names this claim: a call with the request id of an earlier claim
-    within its lease answers with that claim's jobs still active under their tokens, leases renewed,
-    and claims nothing new. Lost reply: the jobs are active under this request; retry with the same
-    ``request`` (and get them) after :class:`~echomq.errors.RedisUnavailable`.
+    within its lease answers with that claim's jobs still active under their tokens and held by this
+    request (the row names it), leases renewed, and claims nothing new. Lost reply: the jobs are active
+    under this request; retry with the same ``request`` (and get them) after
+    :class:`~echomq.errors.RedisUnavailable`.
     """
     keys, args = claim_call(bus, count, lease_ms, owner, new_request() if request is None else request)
     with translate_redis_errors():

@@ -61,7 +61,7 @@ def _assert_tombstone(probe, job, finished):
     window after its finish."""
     row = probe.row(job)
     assert "trimmed" in row
-    assert not {"payload", "result", "error", "owner", "priority"} & set(row)
+    assert not {"payload", "result", "error", "owner", "priority", "request"} & set(row)
     assert {"state", "lane", "digest", "attempts", "finished"} <= set(row)
     assert 0 < probe.client.pttl(probe.keys.job(job)) <= WINDOW_MS
     assert int(row["finished"]) == finished
@@ -118,6 +118,30 @@ async def test_a_zero_dedup_window_makes_a_complete_delete_the_rows_it_trims(bus
     first, second = await _finished(bus, 2)
     assert probe.check() == {second.job: "done"}
     assert await bus.enqueue(first.job, lane="L", payload=b"again") is Admission.ADMITTED
+
+
+async def test_a_claim_replayed_after_its_id_was_admitted_anew_gets_nothing(bus_with):
+    """With windows shorter than a lease, a claim retried after its done id was trimmed, admitted anew and
+    claimed by another worker under the same token gets nothing: the other worker keeps the job."""
+    bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=0)
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"first")
+    [a] = await bus.claim(lease_ms=60_000, owner="A", request="req-A")
+    assert await bus.complete(a) is Finish.DONE
+    assert (await bus.sweep()).trimmed == 1  # the tombstone expires at once (no dedup window)
+    assert probe.check() == {}
+    assert probe.client.exists(bus.keys.claim_record("req-A")) == 1  # A's record still names the id
+    assert await bus.enqueue(job, lane="L", payload=b"second") is Admission.ADMITTED
+    [b] = await bus.claim(lease_ms=60_000, owner="B", request="req-B")
+    assert (b.job, b.token) == (a.job, a.token)  # attempts restarted: the same token as A's
+
+    before = probe.snapshot()
+    assert await bus.claim(lease_ms=60_000, owner="A", request="req-A") == []
+    probe.assert_unchanged(before)
+    assert (probe.row(job)["owner"], probe.row(job)["request"]) == (b"B", b"req-B")
+    assert [(c.job, c.token, c.payload) for c in await bus.claim(request="req-B")] == [(job, 1, b"second")]
+    assert await bus.complete(b, b"by B") is Finish.DONE
+    assert probe.row(job)["result"] == b"by B"
 
 
 async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with):

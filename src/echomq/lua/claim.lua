@@ -36,6 +36,14 @@
   found nothing records nothing, so its retry simply claims. An empty request id records nothing (the
   benchmark's raw claims).
 
+  Whose job: each claim also stores its request id on the row it claims (field 'request', '' for none;
+  the trim deletes it, so a tombstone never carries it), and a replay returns a recorded job only when
+  its row is active under the recorded token AND its 'request' is this request id. The token alone
+  does not tell: the record lives one lease, and when the result ttl (dead ttl) and the dedup window
+  are both shorter than that, a finished id can be trimmed, expire and be admitted anew within it,
+  its attempts restarting at 0, so another worker's claim holds it under the very token recorded here;
+  the replay must not hand that job to a second holder under the same token.
+
   The record is built from ARGV, not declared: it does not exist before the claim runs, and a declared
   key that is absent makes Redis refuse the whole script while the slot moves (TRYAGAIN), so no worker
   could claim for the length of a reshard. While the slot moves, the record is read and written only
@@ -100,8 +108,11 @@ if record then
   for jobId, token in string.gmatch(record, '(%S+) (%d+)') do
     local jobKey = prefix .. 'job:' .. jobId
     if not moving or here(jobKey) then
-      local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'lane', 'payload', 'tries', 'max')
-      if row[1] == 'active' and row[2] == token then held[#held + 1] = {jobId, token, row} end
+      local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'lane', 'payload', 'tries', 'max', 'request')
+      -- Held by this request, not only under its token: an id admitted anew restarts its tokens.
+      if row[1] == 'active' and row[2] == token and row[7] == request then
+        held[#held + 1] = {jobId, token, row}
+      end
     end
   end
   for _, entry in ipairs(held) do
@@ -156,7 +167,9 @@ while n < count and ringLen > 0 do
   if jobId then
     local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
     local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
-    redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner)
+    -- 'request' names the claim that holds it, checked by a replay (see 'Whose job' above).
+    redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner,
+      'request', request)
     if row[3] then  -- the first claim since its promotion from delayed: how late it starts
       redis.call('HSET', jobKey, 'late', now - tonumber(row[3]))
       redis.call('HDEL', jobKey, 'due')

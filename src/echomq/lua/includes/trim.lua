@@ -39,7 +39,7 @@ local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
     if moving == nil then moving = slot_moving(prefix) end
     if moving and not here(jobKey) then break end
     local dropped = redis.pcall('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
-      'retried_by', 'late')
+      'retried_by', 'late', 'request')
     if type(dropped) ~= 'number' then break end  -- not served here: nothing of this row was written
     local kept = redis.call('HGETALL', jobKey)
     if #kept > 0 and moving then
