@@ -125,11 +125,16 @@ def test_with_appendfsync_everysec_a_redis_crash_may_lose_admissions_but_never_s
 def finished_run(redis_server, tag):
     """A short run against the session's Redis (a Redis of the caller's own, as a user would run it),
     which outlives the run, so its state can be broken and checked again."""
+    return _short_run(redis_server.url, tag)
+
+
+def _short_run(redis_url: str, tag: str) -> Run:
+    """A 200-guess run under kills and boundary faults on ``redis_url``, passed, its state left in place."""
     config = dataclasses.replace(
         SHORT,
         guesses=200,
         players=4,
-        redis_url=redis_server.url,
+        redis_url=redis_url,
         tag=tag,
         kinds=("kill", "boundary"),
         quiet=False,
@@ -203,19 +208,7 @@ def broken_run(redis_server):
     """One short run for the new checks' broken states (each test breaks another part of it), under a
     tag of its own: one run, not one per test, keeps CI short."""
     tag = f"broken-{os.getpid()}"
-    config = dataclasses.replace(
-        SHORT,
-        guesses=200,
-        players=4,
-        redis_url=redis_server.url,
-        tag=tag,
-        kinds=("kill", "boundary"),
-        quiet=False,
-    )
-    the_run = Run(config)
-    report = the_run.execute_blocking()
-    assert report.ok, report.to_text()
-    return the_run, tag
+    return _short_run(redis_server.url, tag), tag
 
 
 def test_the_checks_catch_done_rows_left_untrimmed_past_their_ttl(broken_run, sync_redis):
