@@ -16,7 +16,7 @@
   each sweep takes up to ARGV[2] more of each set, which catches up after a burst or on an idle bus.
 
   Punctuality: a promoted row keeps its due time ('due', ms); the claim that starts it turns that
-  into 'late' (ms from the due time to that claim, server clock), which the conformance report reads.
+  into 'late' (ms from the due time to that claim, server clock), kept on the row.
 
   Wake-ups: one token per job moved to a lane (promoted or reclaimed), up to the wake cap, so as many
   idle workers wake as the moved jobs can use (a worker woken for nothing claims nothing, and that
