@@ -174,11 +174,11 @@ async def submit(
     check_id(player_id, PLAYER)
     job = ids.mint(JOB) if job_id is None else check_id(job_id, JOB)
     with translate_errors():  # the round and the player's locks in one round trip
-        pipe = game.redis.pipeline(transaction=False)
-        pipe.hgetall(game.keys.round(round_id))
-        pipe.exists(game.keys.player(player_id))
-        pipe.hgetall(game.keys.locks(round_id, player_id))
-        round_row, player_exists, lock_row = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(game.keys.round(round_id))
+            pipe.exists(game.keys.player(player_id))
+            pipe.hgetall(game.keys.locks(round_id, player_id))
+            round_row, player_exists, lock_row = await pipe.execute()
     if not round_row:
         raise UnknownRound(f"no round {round_id}")
     if not player_exists:
@@ -284,12 +284,12 @@ async def player_guesses(game: Game, round_id: str, player_id: str, limit: int =
     key = game.keys.submitted(round_id, player_id)
     with translate_errors():
         rows = await game.redis.zrange(key, -limit, -1, withscores=True)
-        pipe = game.redis.pipeline(transaction=False)
-        for raw, _ in rows:
-            job = raw.decode()
-            pipe.hmget(game.bus.keys.job(job), "state", "payload")
-            pipe.hgetall(game.keys.guess(guess_of(job)))
-        replies = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for raw, _ in rows:
+                job = raw.decode()
+                pipe.hmget(game.bus.keys.job(job), "state", "payload")
+                pipe.hgetall(game.keys.guess(guess_of(job)))
+            replies = await pipe.execute()
     result = []
     for index, (raw, score) in enumerate(rows):
         job = raw.decode()

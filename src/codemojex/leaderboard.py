@@ -42,10 +42,10 @@ async def read_board(game: Game, round_id: str, limit: int = 100) -> list[Entry]
     with translate_errors():
         members = await game.redis.zrange(key, 0, limit - 1)
         standings = [ranking.parse_board_member(raw.decode()) for raw in members]
-        pipe = game.redis.pipeline(transaction=False)
-        for standing in standings:
-            pipe.hget(game.keys.player(standing.player), "name")
-        names = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for standing in standings:
+                pipe.hget(game.keys.player(standing.player), "name")
+            names = await pipe.execute()
     return [
         Entry(rank, standing, (name or b"?").decode())
         for rank, (standing, name) in enumerate(zip(standings, names, strict=True), start=1)
@@ -56,10 +56,10 @@ async def scored_records(game: Game, round_id: str) -> list[GuessRecord]:
     """Every GES record of the round, in admission order (GES id order)."""
     with translate_errors():
         guess_ids = [raw.decode() for raw in await game.redis.zrange(game.keys.scored(round_id), 0, -1)]
-        pipe = game.redis.pipeline(transaction=False)
-        for guess_id in guess_ids:
-            pipe.hgetall(game.keys.guess(guess_id))
-        rows = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for guess_id in guess_ids:
+                pipe.hgetall(game.keys.guess(guess_id))
+            rows = await pipe.execute()
     return [record_from_row(guess_id, row) for guess_id, row in zip(guess_ids, rows, strict=True) if row]
 
 

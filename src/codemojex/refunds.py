@@ -102,10 +102,10 @@ async def refund(game: Game, job_ids: Iterable[str]) -> list[RefundResult]:
     if not jobs:
         return []
     with translate_errors():
-        pipe = game.redis.pipeline(transaction=False)
-        for job in jobs:
-            pipe.hmget(game.bus.keys.job(job), "state", "lane", "payload")
-        rows = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for job in jobs:
+                pipe.hmget(game.bus.keys.job(job), "state", "lane", "payload")
+            rows = await pipe.execute()
     results = []
     for job, (state, lane, payload) in zip(jobs, rows, strict=True):
         if state != b"dead":

@@ -165,10 +165,10 @@ async def list_rounds(game: Game, limit: int = 20) -> list[Round]:
     check_int("limit", limit, 1, 1000)
     with translate_errors():
         round_ids = [raw.decode() for raw in await game.redis.zrevrange(game.keys.rounds, 0, limit - 1)]
-        pipe = game.redis.pipeline(transaction=False)
-        for round_id in round_ids:
-            pipe.hgetall(game.keys.round(round_id))
-        rows = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for round_id in round_ids:
+                pipe.hgetall(game.keys.round(round_id))
+            rows = await pipe.execute()
     return [round_from_row(round_id, row) for round_id, row in zip(round_ids, rows, strict=True) if row]
 
 
@@ -213,10 +213,10 @@ async def reveal_secret(game: Game, round_id: str) -> tuple[str, ...]:
 async def read_secrets(game: Game, round_ids: list[str]) -> list[tuple[str, ...]]:
     """The secrets of ``round_ids`` in one round trip; for rounds the caller found closed (a listing)."""
     with translate_errors():
-        pipe = game.redis.pipeline(transaction=False)
-        for round_id in round_ids:
-            pipe.get(game.keys.secret(round_id))
-        raws = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for round_id in round_ids:
+                pipe.get(game.keys.secret(round_id))
+            raws = await pipe.execute()
     return [tuple(json.loads(raw)) if raw is not None else () for raw in raws]
 
 

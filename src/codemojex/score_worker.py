@@ -105,10 +105,10 @@ async def read_rules(game: Game, round_id: str) -> Rules:
     """The round's keyboard, secret and length; :class:`Permanent` if there is no such round."""
     keys = game.keys
     with translate_errors():
-        pipe = game.redis.pipeline(transaction=False)
-        pipe.hmget(keys.round(round_id), "keyboard", "length")
-        pipe.get(keys.secret(round_id))
-        (keyboard_json, length_text), secret_json = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            pipe.hmget(keys.round(round_id), "keyboard", "length")
+            pipe.get(keys.secret(round_id))
+            (keyboard_json, length_text), secret_json = await pipe.execute()
     if keyboard_json is None or secret_json is None:
         raise Permanent(f"no round {round_id}")
     return Rules(keyboard_of(keyboard_json), tuple(json.loads(secret_json)), int(length_text))

@@ -77,12 +77,12 @@ async def read_wallet(game: Game, player_id: str, *, ledger_limit: int = MAX_LED
     check_amount("ledger_limit", ledger_limit)
     keys = game.keys
     with translate_errors():
-        pipe = game.redis.pipeline(transaction=True)
-        pipe.exists(keys.player(player_id))
-        pipe.hgetall(keys.wallet(player_id))
-        pipe.lrange(keys.ledger(player_id), -ledger_limit, -1)
-        pipe.llen(keys.ledger(player_id))
-        exists, balances, entries, total = await pipe.execute()
+        async with game.redis.pipeline(transaction=True) as pipe:
+            pipe.exists(keys.player(player_id))
+            pipe.hgetall(keys.wallet(player_id))
+            pipe.lrange(keys.ledger(player_id), -ledger_limit, -1)
+            pipe.llen(keys.ledger(player_id))
+            exists, balances, entries, total = await pipe.execute()
     if not exists:
         raise UnknownPlayer(f"no player {player_id}")
     return Wallet(

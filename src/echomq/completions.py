@@ -85,10 +85,10 @@ class Completions:
             if self.bus.is_cluster:  # the cluster pipeline refuses scripts: one call each, concurrently
                 calls = [(keys, args) for _, keys, args, _ in batch]
                 return await jobs.run_each(self.bus, "complete", calls, return_exceptions=True)
-            pipe = self.bus.redis.pipeline(transaction=False)
-            for _, keys, args, _ in batch:
-                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
-            return await pipe.execute(raise_on_error=False)
+            async with self.bus.redis.pipeline(transaction=False) as pipe:
+                for _, keys, args, _ in batch:
+                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+                return await pipe.execute(raise_on_error=False)
 
     async def _answer(
         self, claim: Claim, keys: list[str], args: list[Any], future: asyncio.Future[Finish], reply: Any

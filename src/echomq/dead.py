@@ -84,10 +84,10 @@ async def retry_dead_many(bus: Bus, jobs: Sequence[str], request: str) -> list[b
         if bus.is_cluster:
             replies = await run_each(bus, "retry_dead", calls)
         else:
-            pipe = bus.redis.pipeline(transaction=False)
-            for keys, args in calls:
-                await bus.scripts.run("retry_dead", keys, args, client=pipe)
-            replies = await pipe.execute()
+            async with bus.redis.pipeline(transaction=False) as pipe:
+                for keys, args in calls:
+                    await bus.scripts.run("retry_dead", keys, args, client=pipe)
+                replies = await pipe.execute()
     return [int(reply[0]) in _MOVED for reply in replies]
 
 

@@ -216,10 +216,10 @@ async def enqueue_many(bus: Bus, jobs: Iterable[NewJob]) -> list[Admission]:
         if bus.is_cluster:
             replies = await run_each(bus, "enqueue", calls)
             return [_admission(reply) for reply in replies]
-        pipe = bus.redis.pipeline(transaction=False)
-        for keys, args in calls:
-            await bus.scripts.run("enqueue", keys, args, client=pipe)
-        replies = await pipe.execute()
+        async with bus.redis.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                await bus.scripts.run("enqueue", keys, args, client=pipe)
+            replies = await pipe.execute()
     return [_admission(reply) for reply in replies]
 
 

@@ -146,10 +146,10 @@ class LeaseKeeper:
                     replies.append(exc)
             return replies
         assert self._client is not None
-        pipe = self._client.pipeline(transaction=False)
-        for keys, args in calls:
-            scripts.run("extend", keys, args, client=pipe)
-        return pipe.execute(raise_on_error=False)
+        with self._client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                scripts.run("extend", keys, args, client=pipe)
+            return pipe.execute(raise_on_error=False)
 
     def _revoke(self, claim: Claim, revoked: threading.Event) -> None:
         if not self.untrack(claim):

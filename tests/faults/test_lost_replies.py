@@ -22,7 +22,7 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from echomq import Bus, Failure, Finish, Job, RedisUnavailable, Release, Worker, ids
+from echomq import Admission, Bus, Failure, Finish, Job, NewJob, RedisUnavailable, Release, Worker, ids
 from echomq.scripts import KEY_COUNTS, source
 from echomq.server import RedisProcess
 from tests.support.workers import eventually, running
@@ -257,3 +257,26 @@ async def test_a_worker_stopping_with_a_claim_unanswered_releases_its_jobs(serve
         info = await bus.inspect(job)
         assert (info.state.value, info.tries, info.attempts) == ("queued", 0, 1)
         assert counters(server, bus).get("released") == 1
+
+
+async def test_a_batch_enqueue_cut_off_by_a_pause_gives_its_connection_back(server):
+    """A pipelined batch of scripts that times out before it is sent (redis-py checks the scripts exist
+    first) hands its pooled connection back: on a pool of one connection the bus still talks once Redis
+    resumes, and re-sending the batch admits each job once."""
+    client = redis.asyncio.Redis(
+        host="127.0.0.1",
+        port=server.port,
+        socket_timeout=SOCKET_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),
+        max_connections=1,
+    )
+    async with Bus(client, tag=f"pool{os.getpid()}") as bus:
+        batch = [NewJob(ids.mint("JOB"), "L", b"p") for _ in range(3)]
+        assert await bus.redis.ping()
+        pause(server, seconds=None)
+        with pytest.raises(RedisUnavailable):
+            await bus.enqueue_many(batch)
+        _signal(server, signal.SIGCONT)
+        admissions = await bus.enqueue_many(batch)  # the pool's one connection is free again
+        assert admissions == [Admission.ADMITTED] * 3
+        assert [(await bus.inspect(job.job)).state.value for job in batch] == ["queued"] * 3

@@ -37,12 +37,12 @@ def sample(client: Client, keys: Keyspace, result_ttl_ms: int) -> Sample:
     """One reading (a pipeline without MULTI: the figures are a few microseconds apart)."""
     seconds, micros = client.time()
     now = int(seconds) * 1000 + int(micros) // 1000
-    pipe = client.pipeline(transaction=False)
-    pipe.hget(keys.stats, "completed")
-    pipe.zcard(keys.done)
-    pipe.zcount(keys.done, "-inf", now - result_ttl_ms)
-    pipe.info("memory")
-    completed, done, past, info = pipe.execute()
+    with client.pipeline(transaction=False) as pipe:
+        pipe.hget(keys.stats, "completed")
+        pipe.zcard(keys.done)
+        pipe.zcount(keys.done, "-inf", now - result_ttl_ms)
+        pipe.info("memory")
+        completed, done, past, info = pipe.execute()
     return Sample(now, int(completed or 0), int(done), int(past), int(info["used_memory"]))
 
 

@@ -74,10 +74,10 @@ async def leases(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] =
     game = host_of(request).game
     with translate_errors():
         active = await game.redis.zrange(game.bus.keys.active, 0, limit - 1, withscores=True)
-        pipe = game.redis.pipeline(transaction=False)
-        for raw, _ in active:
-            pipe.hmget(game.bus.keys.job(raw.decode()), "lane", "attempts", "owner")
-        rows = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for raw, _ in active:
+                pipe.hmget(game.bus.keys.job(raw.decode()), "lane", "attempts", "owner")
+            rows = await pipe.execute()
     found = []
     for (raw, deadline), (lane, attempts, owner) in zip(active, rows, strict=True):
         found.append(
@@ -98,10 +98,10 @@ async def dead(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 1
     game = host_of(request).game
     with translate_errors():
         listed = await game.bus.dead_jobs(limit)
-        pipe = game.redis.pipeline(transaction=False)
-        for job, _ in listed:
-            pipe.hmget(game.bus.keys.job(job), "lane", "tries", "error")
-        rows = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for job, _ in listed:
+                pipe.hmget(game.bus.keys.job(job), "lane", "tries", "error")
+            rows = await pipe.execute()
     return {
         "dead": [
             {

@@ -224,10 +224,10 @@ async def job_json(request: Request, info: JobInfo) -> dict[str, Any]:
     game = host_of(request).game
     guess_id = guess_of(info.job)
     with translate_errors():
-        pipe = game.redis.pipeline(transaction=False)
-        pipe.exists(game.keys.guess(guess_id))
-        pipe.time()
-        count, (seconds, micros) = await pipe.execute()
+        async with game.redis.pipeline(transaction=False) as pipe:
+            pipe.exists(game.keys.guess(guess_id))
+            pipe.time()
+            count, (seconds, micros) = await pipe.execute()
     now = int(seconds) * 1000 + int(micros) // 1000
     return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now)
 
