@@ -160,7 +160,7 @@ async def _inspect(args: argparse.Namespace) -> int:
         return 0
     for key in ("job", "state", "lane", "location", "attempts", "tries", "max_attempts", "owner", "error"):
         print(f"{key:>12}: {data[key]}")
-    for key in ("created_ms", "deadline_ms", "finished_ms"):
+    for key in ("created_ms", "deadline_ms", "finished_ms", "late_ms"):
         if data[key] is not None:
             print(f"{key:>12}: {data[key]}")
     for key in ("payload", "result"):

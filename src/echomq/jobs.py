@@ -112,6 +112,7 @@ class JobInfo:
     created_ms: int | None
     deadline_ms: int | None
     finished_ms: int | None
+    late_ms: int | None  # how late the latest claim of a job promoted from delayed started (server clock)
     owner: str | None
     error: str | None
     payload: bytes | None
@@ -428,6 +429,7 @@ async def inspect(bus: Bus, job: str) -> JobInfo:
         created_ms=_opt_int(row, b"created"),
         deadline_ms=_opt_int(row, b"deadline"),
         finished_ms=_opt_int(row, b"finished"),
+        late_ms=_opt_int(row, b"late"),
         owner=_opt_str(row, b"owner"),
         error=_opt_str(row, b"error"),
         payload=row.get(b"payload"),

@@ -21,8 +21,8 @@ async def test_inspect_follows_a_job_through_its_states(bus, probe):
     assert (info.attempts, info.tries, info.max_attempts, info.priority) == (0, 0, 3, -2)
     assert info.payload == b"guess"
     assert info.created_ms is not None
-    assert (info.deadline_ms, info.finished_ms, info.result, info.error, info.trimmed) == (
-        None, None, None, None, False,
+    assert (info.deadline_ms, info.finished_ms, info.late_ms, info.result, info.error, info.trimmed) == (
+        None, None, None, None, None, False,
     )  # fmt: skip
 
     [claim] = await bus.claim(owner="w1")
@@ -48,6 +48,21 @@ async def test_inspect_shows_delayed_and_dead_jobs_with_their_error(bus, probe):
     await bus.fail(claim, "no such round", retryable=False)
     info = await bus.inspect(job)
     assert (info.state, info.location, info.error) == (JobState.DEAD, bus.keys.dead, "no such round")
+
+
+async def test_inspect_tells_how_late_a_delayed_job_started(bus, probe):
+    """A job promoted from delayed records, at the claim that starts it, the ms from its due time to
+    that claim (server clock); a job that was never delayed has no lateness."""
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"", delay_ms=60_000)
+    due = probe.now_ms() - 5_000
+    probe.client.zadd(bus.keys.delayed, {job: due}, xx=True)  # simulates its due time 5 s ago
+    await bus.sweep()
+    assert (await bus.inspect(job)).late_ms is None  # promoted, not started yet
+    assert len(await bus.claim()) == 1
+    late = (await bus.inspect(job)).late_ms
+    assert late is not None
+    assert 5_000 <= late <= probe.now_ms() - due
 
 
 async def test_inspect_changes_nothing(bus, probe):
