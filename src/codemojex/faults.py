@@ -1,8 +1,8 @@
 """Named fault points, armed only by the ``CODEMOJEX_FAULTS`` environment variable (tests, and the proof
 worker of ``codemojex serve``; never a normal run): a comma-separated list of ``point`` or
-``point@probability`` (as :mod:`echomq.faults`, whose draws ``ECHOMQ_FAULTS_SEED`` seeds). Unset, every
+``point@probability`` (as :mod:`echomq.worker.faults`, whose draws ``ECHOMQ_FAULTS_SEED`` seeds). Unset, every
 check is one dictionary lookup and false. The queue's own points (after claim, mid-handler, before the
-acknowledgement, mid-extension) are :mod:`echomq.faults`'s, armed by ``ECHOMQ_FAULTS``.
+acknowledgement, mid-extension) are :mod:`echomq.worker.faults`'s, armed by ``ECHOMQ_FAULTS``.
 
 Points:
 
@@ -28,7 +28,7 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
-from echomq.faults import Faults
+from echomq.worker.faults import Faults
 
 if TYPE_CHECKING:
     from codemojex.game import Game

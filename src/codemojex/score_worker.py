@@ -44,7 +44,7 @@ from codemojex.keys import guess_of
 from codemojex.payload import GuessJob, decode_payload
 from codemojex.rounds import keyboard_of
 from echomq import Claim, Finish, Job, Permanent
-from echomq.scripts import finish_args
+from echomq.core import finish_args
 
 log = logging.getLogger("codemojex.score_worker")
 

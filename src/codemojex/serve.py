@@ -37,8 +37,8 @@ from codemojex.errors import CodemojexError
 from codemojex.game import Game
 from codemojex.web import HostConfig, create_app
 from codemojex.web.host import WorkerStatus
-from echomq.demo import embedded_binary
-from echomq.server import RedisProcess, die_with_parent
+from echomq.cli.demo import embedded_binary
+from echomq.testing.server import RedisProcess, die_with_parent
 
 DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"

@@ -6,7 +6,8 @@ idempotent on a branded, sortable job id, and service rotates fairly across lane
 """
 
 from echomq import ids
-from echomq.bus import DEFAULT_TAG, Bus, Settings
+from echomq.bus import Bus
+from echomq.core import DEFAULT_TAG, Settings
 from echomq.dead import DeadRetry
 from echomq.errors import (
     EchoMQError,
@@ -29,7 +30,8 @@ from echomq.lanes import Claimed
 from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
 from echomq.stats import LaneStats, Stats
 from echomq.sweep import SweepReport
-from echomq.worker import Job, Worker, WorkerCounts
+from echomq.worker.handler import Job, WorkerCounts
+from echomq.worker.runner import Worker
 
 __all__ = [
     "DEFAULT_TAG",

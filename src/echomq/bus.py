@@ -1,82 +1,38 @@
 """The Bus: one tag's keyspace, its scripts and settings, bound to an asyncio Redis client.
 
-A thin facade: each method delegates to the module that provides the behaviour and documents its
-guarantee (:mod:`echomq.jobs`, :mod:`echomq.lanes`, :mod:`echomq.sweep`, :mod:`echomq.dead`,
-:mod:`echomq.stats`).
+A thin facade on :class:`~echomq.core.BusCore`: each method delegates to the module that provides the
+behaviour and documents its guarantee (:mod:`echomq.jobs`, :mod:`echomq.finish`, :mod:`echomq.lanes`,
+:mod:`echomq.sweep`, :mod:`echomq.dead`, :mod:`echomq.stats`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 
-from echomq import dead, jobs, lanes, stats, sweep
+from echomq import dead, finish, jobs, lanes, stats, sweep
 from echomq._validate import check_int
+from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
 from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim, JobInfo, NewJob
-from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
-from echomq.scripts import AsyncScripts
 from echomq.states import Admission, Failure, Finish, Lease, Release
 from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
-DEFAULT_TAG = "cm"
 
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Per-bus limits. Every process of one bus should use the same values.
-
-    Windows shorter than a lease are allowed (0 included: tests and short-lived buses use them), not
-    refused against the longest lease (``MAX_LEASE_MS``, 24 h, far longer than most windows should be).
-    But a finished id is admitted anew once its row is trimmed and its tombstone expired, that is after
-    the longer of ``result_ttl_ms`` (``dead_ttl_ms``) and ``dedup_window_ms``, its attempts (the fencing
-    token) restarting at 0, while a claim of its old life, or that claim's lost-reply record (kept one
-    lease), may still act. A retried claim is safe (claim.lua replays a job only to the request that
-    holds it now), but the fence alone cannot tell a finishing call of the old claim from one of a new
-    claim under the same token: keep the dedup window longer than the longest lease plus the time a
-    worker may spend retrying a finish.
-    """
-
-    max_payload: int = 64 * 1024  # bytes, for payloads and results
-    wake_cap: int = 64  # wake tokens kept at most: enough to wake that many idle workers at once
-    # Retention: finishes and sweeps trim rows past these to tombstones (echomq.jobs: "Retention").
-    result_ttl_ms: int = 3600 * 1000  # a done row is kept whole this long, then trimmed to a tombstone
-    dedup_window_ms: int = 24 * 3600 * 1000  # a finished id absorbs duplicates this long
-    dead_ttl_ms: int = 180 * 24 * 3600 * 1000  # a dead row is kept whole this long (as Sidekiq's dead set)
-    backoff_base_ms: int = 1000  # first retry delay (before jitter)
-    backoff_cap_ms: int = 3600 * 1000  # longest retry delay
-
-    def __post_init__(self) -> None:
-        for name in ("max_payload", "wake_cap", "backoff_base_ms", "backoff_cap_ms"):
-            check_int(name, getattr(self, name), 1)
-        for name in ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms"):
-            check_int(name, getattr(self, name), 0)
-
-
-Client = Redis | RedisCluster
-
-
-class Bus:
+class Bus(BusCore):
     """A reliable queue on ``redis`` under the tag ``tag`` (keys ``emq:{tag}:...``).
 
     ``redis`` is a ``redis.asyncio.Redis`` or a ``redis.asyncio.RedisCluster``, created with
     ``decode_responses=False``. On a cluster every key of the bus is in the one slot of its hash tag, so
     every script runs on the node that owns it; a large deployment spreads lanes over several tags.
-    Batched calls (:meth:`enqueue_many`, and the :class:`~echomq.worker.Worker`'s completes and lease
+    Batched calls (:meth:`enqueue_many`, and the :class:`~echomq.worker.runner.Worker`'s completes and lease
     renewals) go one script per call on a cluster, since redis-py's cluster pipeline refuses scripts.
     """
-
-    def __init__(self, redis: Client, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> None:
-        self.redis = redis
-        self.keys = Keyspace(tag)
-        self.settings = settings or Settings()
-        self.scripts = AsyncScripts(redis)
 
     @classmethod
     def from_url(
@@ -100,14 +56,6 @@ class Bus:
         if cluster:
             return cls(RedisCluster.from_url(url, **options), tag, settings)
         return cls(Redis.from_url(url, **options), tag, settings)
-
-    @property
-    def is_cluster(self) -> bool:
-        return isinstance(self.redis, RedisCluster)
-
-    @property
-    def tag(self) -> str:
-        return self.keys.tag
 
     async def enqueue(
         self,
@@ -143,18 +91,18 @@ class Bus:
         return await lanes.claim(self, count, lease_ms, owner, request)
 
     async def complete(self, claim: Claim, result: bytes = b"") -> Finish:
-        return await jobs.complete(self, claim, result)
+        return await finish.complete(self, claim, result)
 
     async def fail(
         self, claim: Claim, error: str, *, retryable: bool = True, delay_ms: int | None = None
     ) -> Failure:
-        return await jobs.fail(self, claim, error, retryable=retryable, delay_ms=delay_ms)
+        return await finish.fail(self, claim, error, retryable=retryable, delay_ms=delay_ms)
 
     async def extend(self, claim: Claim, lease_ms: int) -> Lease:
-        return await jobs.extend(self, claim, lease_ms)
+        return await finish.extend(self, claim, lease_ms)
 
     async def release(self, claim: Claim) -> Release:
-        return await jobs.release(self, claim)
+        return await finish.release(self, claim)
 
     async def retry_dead(self, job: str) -> bool:
         return await dead.retry_dead(self, job)

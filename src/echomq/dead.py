@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 from echomq import ids
 from echomq._validate import check_int
 from echomq.errors import RedisUnavailable, translate_redis_errors
-from echomq.jobs import _code, run_each
+from echomq.jobs import reply_code, run_each
 from echomq.keyspace import JOB_BRAND
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
+    from echomq.core import BusCore
 
 DEFAULT_BATCH = 500  # retries per round trip in retry_all_dead
 _MOVED = (1, 2)  # moved now, or by this very request before (a retried call)
@@ -49,7 +49,7 @@ def new_request() -> str:
     return secrets.token_hex(12)
 
 
-def retry_dead_call(bus: Bus, job: str, request: str) -> tuple[list[str], list[Any]]:
+def retry_dead_call(bus: BusCore, job: str, request: str) -> tuple[list[str], list[Any]]:
     """Keys and args of one retry_dead.lua call, every input checked."""
     keys = bus.keys
     job_key = keys.job(job)
@@ -59,7 +59,7 @@ def retry_dead_call(bus: Bus, job: str, request: str) -> tuple[list[str], list[A
     )
 
 
-async def retry_dead(bus: Bus, job: str) -> bool:
+async def retry_dead(bus: BusCore, job: str) -> bool:
     """Return a dead job to its lane with a fresh budget of tries; False if it is not dead.
 
     A lost reply, retried, answers ``True`` (this call moved it); see the module doc. On a cluster whose
@@ -68,13 +68,13 @@ async def retry_dead(bus: Bus, job: str) -> bool:
     keys, args = retry_dead_call(bus, job, new_request())
     with translate_redis_errors():
         reply = await bus.scripts.run("retry_dead", keys, args)
-    code = _code("retry_dead", reply, job)
+    code = reply_code("retry_dead", reply, job)
     if code == -3:
         raise RedisUnavailable(f"the bus's slot is being resharded: job {job} stays dead, try again later")
     return code in _MOVED
 
 
-async def retry_dead_many(bus: Bus, jobs: Sequence[str], request: str) -> list[bool]:
+async def retry_dead_many(bus: BusCore, jobs: Sequence[str], request: str) -> list[bool]:
     """:func:`retry_dead` for each of ``jobs`` in one round trip, under ``request``; a job with no row
     (its tombstone expired) is ``False`` here rather than an error."""
     calls = [retry_dead_call(bus, job, request) for job in jobs]
@@ -91,7 +91,7 @@ async def retry_dead_many(bus: Bus, jobs: Sequence[str], request: str) -> list[b
     return [int(reply[0]) in _MOVED for reply in replies]
 
 
-async def dead_snapshot(bus: Bus) -> list[str]:
+async def dead_snapshot(bus: BusCore) -> list[str]:
     """The ids in the dead set, read once (ZSCAN), oldest death first; an entry that is not a JOB id
     (a foreign write) is left out."""
     seen: dict[str, float] = {}
@@ -103,7 +103,7 @@ async def dead_snapshot(bus: Bus) -> list[str]:
     return sorted(seen, key=lambda job: (seen[job], job))
 
 
-async def retry_all_dead(bus: Bus, *, batch: int = DEFAULT_BATCH) -> DeadRetry:
+async def retry_all_dead(bus: BusCore, *, batch: int = DEFAULT_BATCH) -> DeadRetry:
     """Retry every job of a snapshot of the dead set once, ``batch`` per round trip; see the module doc.
 
     A lost reply inside a batch, retried, is answered truthfully (the request id); a run cut short

@@ -59,7 +59,7 @@ def check_brand(brand: object) -> str:
     return brand
 
 
-# A test hook (echomq.faults): this process's wall clock shifted, as a skewed machine's would be.
+# A test hook (echomq.worker.faults): this process's wall clock shifted, as a skewed machine's would be.
 _SKEW_MS = int(os.environ.get("ECHOMQ_CLOCK_SKEW_MS") or 0)
 
 

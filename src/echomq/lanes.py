@@ -43,7 +43,7 @@ from echomq.jobs import MAX_LEASE_MS, Claim, claims_from_reply
 from echomq.keyspace import check_request
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
+    from echomq.core import BusCore
 
 MAX_BATCH = 1000
 _OWNER_LIMIT = 200
@@ -69,7 +69,7 @@ def new_request() -> str:
 
 
 def claim_call(
-    bus: Bus, count: int, lease_ms: int, owner: str, request: str = ""
+    bus: BusCore, count: int, lease_ms: int, owner: str, request: str = ""
 ) -> tuple[list[str], list[Any]]:
     """Keys and args of one claim.lua call, every input checked (shared with the benchmark). An empty
     ``request`` records nothing: a lost reply then strands its jobs for a lease (the benchmark's raw
@@ -103,7 +103,7 @@ def claimed_from_reply(reply: Any) -> Claimed:
 
 
 async def claim(
-    bus: Bus, count: int = 1, lease_ms: int = 30_000, owner: str = "", request: str | None = None
+    bus: BusCore, count: int = 1, lease_ms: int = 30_000, owner: str = "", request: str | None = None
 ) -> Claimed:
     """Claim up to ``count`` jobs, one lane per ring step, each leased for ``lease_ms``.
 
@@ -119,7 +119,7 @@ async def claim(
     return claimed_from_reply(reply)
 
 
-async def wait_for_work(bus: Bus, timeout_s: object) -> bool:
+async def wait_for_work(bus: BusCore, timeout_s: object) -> bool:
     """Block on the wake list for up to ``timeout_s`` seconds; True if a token arrived.
 
     The client's ``socket_timeout`` must be None or longer than ``timeout_s`` (redis-py's default is

@@ -23,8 +23,8 @@ helpers that take keys and values as parameters and never read ``KEYS`` or ``ARG
   finished rows (done and dead), and ``TRIM_PER_FINISH``, what each finish trims.
 
 A script that calls ``complete_job`` passes the bus prefix, result ttl and dedup window (in ms) that
-:func:`finish_args` gives, in that order, so trimming is amortised with the work on every path that
-finishes a job (see ``includes/trim.lua``).
+:func:`echomq.core.finish_args` gives, in that order, so trimming is amortised with the work on every
+path that finishes a job (see ``includes/trim.lua``).
 
 They are EchoMQ's public Lua API for an application whose script does its effect and the fenced
 completion in one step (codemojex's score script does), so no window exists between the two. One
@@ -41,16 +41,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.commands.core import AsyncScript, Script
-
-if TYPE_CHECKING:
-    from echomq.bus import Bus
 
 KEY_COUNTS: dict[str, int] = {
     "enqueue": 7,
@@ -109,12 +106,6 @@ ECHOMQ = Library("echomq", KEY_COUNTS)
 def source(name: str) -> str:
     """The text of EchoMQ's ``lua/<name>.lua``, includes expanded."""
     return ECHOMQ.source(name)
-
-
-def finish_args(bus: Bus) -> list[Any]:
-    """What a script that calls the finish include's ``complete_job`` passes it after its own arguments,
-    in this order: the bus prefix, the result ttl and the dedup window (ms), from ``bus``'s settings."""
-    return [bus.keys.prefix, bus.settings.result_ttl_ms, bus.settings.dedup_window_ms]
 
 
 ScriptT = TypeVar("ScriptT", Script, AsyncScript)

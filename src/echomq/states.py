@@ -41,14 +41,14 @@ class Admission(StrEnum):
 
 
 class Finish(StrEnum):
-    """What :func:`echomq.jobs.complete` did."""
+    """What :func:`echomq.finish.complete` did."""
 
     DONE = "done"  # also the answer to a retry whose first call completed the job (its reply was lost)
     STALE = "stale"  # the token is not the job's current claim: another owner, or not active
 
 
 class Failure(StrEnum):
-    """What :func:`echomq.jobs.fail` did."""
+    """What :func:`echomq.finish.fail` did."""
 
     RETRYING = "retrying"  # back to its lane at once, or in delayed for its backoff
     DEAD = "dead"  # past max attempts (or not retryable): dead-lettered
@@ -56,7 +56,7 @@ class Failure(StrEnum):
 
 
 class Lease(StrEnum):
-    """What :func:`echomq.jobs.extend` did."""
+    """What :func:`echomq.finish.extend` did."""
 
     EXTENDED = "extended"
     FINISHED = "finished"  # this very claim already completed the job: nothing left to renew
@@ -64,7 +64,7 @@ class Lease(StrEnum):
 
 
 class Release(StrEnum):
-    """What :func:`echomq.jobs.release` did."""
+    """What :func:`echomq.finish.release` did."""
 
     RELEASED = "released"
     STALE = "stale"

@@ -16,7 +16,7 @@ from echomq.errors import translate_redis_errors
 from echomq.states import COUNTERS
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
+    from echomq.core import BusCore
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class Stats:
         }
 
 
-async def read_stats(bus: Bus, *, lanes: int = 50) -> Stats:
+async def read_stats(bus: BusCore, *, lanes: int = 50) -> Stats:
     """Counters, depths and the first ``lanes`` lanes of the ring with their depth and lag.
 
     Read only: a lost reply changes nothing and the retry reads afresh."""

@@ -33,7 +33,7 @@ from echomq._validate import check_int
 from echomq.errors import translate_redis_errors
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
+    from echomq.core import BusCore
 
 DEFAULT_LIMIT = 1000
 
@@ -49,7 +49,7 @@ class SweepReport:
     server_ms: int = 0  # the server's clock when the sweep ran, to place next_due_ms on a local clock
 
 
-def sweep_call(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> tuple[list[str], list[Any]]:
+def sweep_call(bus: BusCore, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> tuple[list[str], list[Any]]:
     """Keys and args of one sweep.lua call, every input checked."""
     check_int("limit", limit, 1, 100_000)
     check_int("lock_ms", lock_ms, 0)
@@ -86,7 +86,7 @@ def report_from_reply(reply: Any) -> SweepReport:
     return SweepReport(promoted, reclaimed, dead, trimmed, due, swept == 1, now)
 
 
-async def sweep(bus: Bus, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:
+async def sweep(bus: BusCore, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:
     """Run one sweep. ``lock_ms`` = 0 forces it; > 0 takes the shared lock for that period.
 
     Lost reply: its moves happened (and it holds the lock); the retry reports only what it moves itself

@@ -1,4 +1,4 @@
-"""The named fault points of the worker's job cycle (echomq.faults): armed by ECHOMQ_FAULTS in a real
+"""The named fault points of the worker's job cycle (echomq.worker.faults): armed by ECHOMQ_FAULTS in a real
 worker process, each one kills it with SIGKILL at its boundary, and the job is still finished exactly
 once, by another worker after the lease expires."""
 
@@ -8,7 +8,8 @@ import signal
 
 import pytest
 
-from echomq import Bus, Worker, faults, ids
+from echomq import Bus, Worker, ids
+from echomq.worker import faults
 from tests.faults.handlers import noop, slow_first_attempt
 from tests.support import invariants
 from tests.support.workers import cli, eventually, job_state, running, stop_process

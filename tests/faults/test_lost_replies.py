@@ -24,7 +24,7 @@ from redis.backoff import NoBackoff
 
 from echomq import Admission, Bus, Failure, Finish, Job, NewJob, RedisUnavailable, Release, Worker, ids
 from echomq.scripts import KEY_COUNTS, source
-from echomq.server import RedisProcess
+from echomq.testing.server import RedisProcess
 from tests.support.workers import eventually, running
 
 SOCKET_TIMEOUT_S = 0.5  # the clients' socket timeout; every pause below outlasts it

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from echomq import Bus, RedisUnavailable, Worker, ids
-from echomq.server import RedisProcess
+from echomq.testing.server import RedisProcess
 from tests.support import invariants
 from tests.support.workers import eventually, running, state_is
 

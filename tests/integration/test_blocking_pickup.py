@@ -18,8 +18,9 @@ import pytest
 import redis
 
 from echomq import Bus, ids
-from echomq.server import CommandMonitor
-from echomq.worker import IDLE_BLOCK_S, IDLE_COMMANDS_PER_MIN
+from echomq.testing.server import CommandMonitor
+from echomq.worker.fetcher import IDLE_BLOCK_S
+from echomq.worker.runner import IDLE_COMMANDS_PER_MIN
 from tests.support.workers import cli, eventually, state_is, stop_process
 
 WINDOW_S = 30.0

@@ -18,12 +18,12 @@ import pytest
 import redis
 
 from echomq import Bus, Failure, Finish, NewJob, ids
-from echomq.bus import Settings
+from echomq.core import Settings
 from echomq.errors import EchoMQError
-from echomq.invariants import job_rows, locations, queue_structure
 from echomq.keyspace import Keyspace
-from echomq.reshard import SlotMigration, slot_of, slot_owner
-from echomq.server import RedisClusterProcesses
+from echomq.testing.invariants import job_rows, locations, queue_structure
+from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
+from echomq.testing.server import RedisClusterProcesses
 
 LONG_MS = 3_600_000
 SHORT_MS = 200  # the victim's delay or lease: past once the test has slept EXPIRE_S

@@ -22,7 +22,7 @@ import pytest
 from codemojex.engine import score
 from codemojex.keys import GameKeys
 from echomq import ids
-from echomq.server import free_port
+from echomq.testing.server import free_port
 from tests.support.workers import ROOT
 
 KEYBOARD = "🍎🍌🍇🍓🍒🍑🥝🍋"

@@ -1,4 +1,4 @@
-"""complete.lua through echomq.jobs.complete: active to done, fenced by the attempts token."""
+"""complete.lua through echomq.finish.complete: active to done, fenced by the attempts token."""
 
 from __future__ import annotations
 

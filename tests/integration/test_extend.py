@@ -1,4 +1,4 @@
-"""extend.lua through echomq.jobs.extend: lease renewal on the server clock, revoked once reaped."""
+"""extend.lua through echomq.finish.extend: lease renewal on the server clock, revoked once reaped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""fail.lua through echomq.jobs.fail: retry now or after a backoff, or dead-letter; fenced by the token."""
+"""fail.lua through echomq.finish.fail: retry now or after a backoff, or dead-letter; fenced by the token."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from echomq import Bus, Failure, Finish, InvalidLane, Release, Settings, ids, jobs
+from echomq import Bus, Failure, Finish, InvalidLane, Release, Settings, finish, ids
 from tests.support.probe import Probe
 
 
@@ -91,7 +91,7 @@ def test_backoff_doubles_per_try_within_jitter_and_is_capped():
     bus = SimpleNamespace(settings=Settings(backoff_base_ms=1_000, backoff_cap_ms=10_000))
     for tries, step in [(1, 1_000), (2, 2_000), (3, 4_000), (4, 8_000), (5, 10_000), (60, 10_000)]:
         for _ in range(50):
-            assert step // 2 <= jobs.backoff_ms(bus, tries) <= step
+            assert step // 2 <= finish.backoff_ms(bus, tries) <= step
 
 
 async def test_fail_on_the_last_try_dead_letters_the_job(bus, probe):

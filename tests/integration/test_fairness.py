@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from echomq import Admission, Bus, NewJob, ids
-from echomq.server import RedisProcess
+from echomq.testing.server import RedisProcess
 from tests.support.probe import Probe
 
 HEAVY = 10_000

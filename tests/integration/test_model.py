@@ -35,8 +35,8 @@ from hypothesis.stateful import (
 )
 
 from echomq import Admission, Bus, Claim, Failure, Finish, Lease, NewJob, Release, Settings, ids
-from echomq.server import RedisProcess
 from echomq.states import COUNTERS
+from echomq.testing.server import RedisProcess
 from tests.support.probe import Probe
 
 LANES = ("a", "b", "c")

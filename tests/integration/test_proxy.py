@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from echomq.proxy import Proxy
+from echomq.testing.proxy import Proxy
 
 
 def test_the_proxy_forwards_cuts_and_restores(redis_server):

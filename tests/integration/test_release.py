@@ -1,4 +1,4 @@
-"""release.lua through echomq.jobs.release: hand a claimed job back at once, the try not counted."""
+"""release.lua through echomq.finish.release: hand a claimed job back at once, the try not counted."""
 
 from __future__ import annotations
 

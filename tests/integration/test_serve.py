@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from echomq.server import RedisProcess, free_port
+from echomq.testing.server import RedisProcess, free_port
 from tests.support.web import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,11 +1,11 @@
-"""echomq.server: the real redis-server processes that the tests, the demo and the benchmark run."""
+"""echomq.testing.server: the real redis-server processes that the tests, the demo and the benchmark run."""
 
 from __future__ import annotations
 
 import pytest
 import redis
 
-from echomq.server import RedisProcess, ServerError, find_redis_server
+from echomq.testing.server import RedisProcess, ServerError, find_redis_server
 
 
 def test_the_binary_comes_from_redis_server_when_set(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from echomq import Bus, Finish, JobState, Permanent, Worker, ids
-from echomq.server import RedisProcess
+from echomq.testing.server import RedisProcess
 from tests.support import invariants
 from tests.support.probe import Probe
 from tests.support.workers import Sweeper, eventually, job_state, running, state_is

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from echomq import demo
+from echomq.cli import demo
 from echomq.errors import EchoMQError
 from echomq.keyspace import Keyspace
-from echomq.server import find_redis_server, free_port
+from echomq.testing.server import find_redis_server, free_port
 from tests.support.workers import ROOT, eventually, run_cli
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import logging
 
-from echomq import Worker, ids, logs
+from echomq import Worker, ids
+from echomq.worker import logs
 from tests.support.workers import eventually, running, state_is
 
 

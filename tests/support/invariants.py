@@ -1,4 +1,5 @@
-"""The queue's structural invariants as assertions, for the tests (:mod:`echomq.invariants` reads them).
+"""The queue's structural invariants as assertions, for the tests (:mod:`echomq.testing.invariants`
+reads them).
 
 1. Every job row is in exactly one location, and that location matches its ``state``
    (a trimmed tombstone is in none).
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import redis
 
-from echomq.invariants import job_rows, locations, queue_structure
 from echomq.keyspace import Keyspace
+from echomq.testing.invariants import job_rows, locations, queue_structure
 
 __all__ = ["check", "locations", "rows"]
 

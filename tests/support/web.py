@@ -27,7 +27,7 @@ import uvicorn
 from codemojex import faults
 from codemojex.game import GameSettings
 from codemojex.web import HostConfig, create_app
-from echomq.server import free_port
+from echomq.testing.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR = "operator-token-of-the-tests"

@@ -1,4 +1,5 @@
-"""The architecture stays visible: EchoMQ never imports Codemojex; the host and the score worker meet
+"""The architecture stays visible: EchoMQ never imports Codemojex, and its library and worker never import
+its test tools; the imports of a package run one way (no circles); the host and the score worker meet
 only through the job payload; the pure game rules import neither Redis nor the queue."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ import ast
 import importlib
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,100 @@ def imports_of(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", sorted((SRC / "echomq").glob("*.py")), ids=lambda p: p.name)
+def module_name(path: Path) -> str:
+    """The dotted name of the module at ``path`` under ``src`` (a package's ``__init__`` is the package)."""
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules_of(package: str) -> dict[str, Path]:
+    """Every module of ``package`` (its subpackages' too), by dotted name."""
+    return {module_name(path): path for path in sorted((SRC / package).rglob("*.py"))}
+
+
+def imported_modules(path: Path, known: Iterable[str]) -> set[str]:
+    """The modules among ``known`` that ``path`` imports, wherever the import stands (under
+    ``if TYPE_CHECKING:`` or in a function too): ``from pkg import name`` is ``pkg.name`` when that is a
+    module, else ``pkg``; ``import a.b`` is ``a.b``."""
+    known = set(known)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in known)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in known:
+                    found.add(f"{node.module}.{alias.name}")
+                elif node.module in known:
+                    found.add(node.module)
+    return found
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of ``package`` it imports."""
+    modules = modules_of(package)
+    return {name: imported_modules(path, modules) for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A circle of imports in ``graph`` (its first module repeated at the end), or None."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return None
+        path.append(module)
+        for target in sorted(graph[module]):
+            if cycle := visit(target):
+                return cycle
+        path.pop()
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        if cycle := visit(module):
+            return cycle
+    return None
+
+
+PACKAGES = ("echomq",)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_imports_of_a_package_run_one_way(package):
+    """No module of the package imports itself back through others, not even for type checking only."""
+    cycle = find_cycle(import_graph(package))
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_a_circle_of_imports_is_found_and_named():
+    """The checker itself: a circle comes back as the path that closes it."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SRC / "echomq").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC))
+)
 def test_echomq_never_imports_codemojex(path):
     """The queue knows nothing of the game built on it."""
     assert not any(name.split(".")[0] == "codemojex" for name in imports_of(path))
+
+
+def test_the_library_and_the_worker_never_import_the_test_tools():
+    """echomq.testing (redis-server processes, a TCP cutter, invariants, slot migration) serves the tests,
+    the benchmark and the conformance suite; only the demo of echomq.cli starts a server with it."""
+    graph = import_graph("echomq")
+    users = {
+        module: sorted(target for target in targets if target.startswith("echomq.testing"))
+        for module, targets in graph.items()
+        if not module.startswith(("echomq.testing", "echomq.cli"))
+    }
+    assert {module: targets for module, targets in users.items() if targets} == {}
 
 
 def test_the_host_and_the_score_worker_do_not_import_each_other():

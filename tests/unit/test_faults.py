@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from echomq import faults
+from echomq.worker import faults
 
 
 def test_points_with_and_without_probabilities_parse():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from echomq.server import RedisProcess
+from echomq.testing.server import RedisProcess
 from tests.support.web import FRUIT, OPERATOR, error_code, open_round
 
 

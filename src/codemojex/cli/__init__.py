@@ -34,9 +34,9 @@ from codemojex.cli.exits import EXIT_INTERRUPTED, UsageError, explain
 from codemojex.cli.parser import build_parser
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
-from echomq import logs
-from echomq.cli import redis_url as env_redis_url
+from echomq.cli.commands import redis_url as env_redis_url
 from echomq.errors import EchoMQError
+from echomq.worker import logs
 
 __all__ = ["explain", "main"]
 

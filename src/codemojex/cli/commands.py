@@ -19,7 +19,8 @@ from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
-from echomq.worker import Handler, Worker
+from echomq.worker.handler import Handler
+from echomq.worker.runner import Worker
 
 
 @dataclass(slots=True)

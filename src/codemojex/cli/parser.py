@@ -18,9 +18,9 @@ from codemojex.engine import LENGTH
 from codemojex.errors import InvalidInput
 from codemojex.game import check_amount, check_currency
 from codemojex.keys import JOB, PLAYER, ROUND, check_id
-from echomq.bus import DEFAULT_TAG
-from echomq.cli import DEFAULT_URL, EXIT_USAGE
-from echomq.worker import SWEEP_PERIOD_S
+from echomq.cli.commands import DEFAULT_URL, EXIT_USAGE
+from echomq.core import DEFAULT_TAG
+from echomq.worker.runner import SWEEP_PERIOD_S
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,6 +1,6 @@
 """The cluster schedule: the conformance run on a real three-master Redis Cluster that the harness starts,
 while the bus's slot (and with it every game key, which shares the bus's hash tag) moves to another
-master and back, key by key, as ``redis-cli --cluster reshard`` moves it (:mod:`echomq.reshard`).
+master and back, key by key, as ``redis-cli --cluster reshard`` moves it (:mod:`echomq.testing.reshard`).
 
 Players, workers, sweeps and the web host keep running through every step of every move; the checks at
 the end run on the master that serves the slot again. What this adds to the other faults: a script can
@@ -15,8 +15,8 @@ import contextlib
 
 from codemojex.conformance.history import History
 from echomq.keyspace import Keyspace
-from echomq.reshard import SlotMigration, slot_of, slot_owner
-from echomq.server import RedisClusterProcesses
+from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
+from echomq.testing.server import RedisClusterProcesses
 
 MASTERS = 3
 STEP_PAUSE_S = 0.001  # between two MIGRATEs: a breath for the traffic, not a wait (moves stay short)

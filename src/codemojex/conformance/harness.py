@@ -76,10 +76,10 @@ from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome, submit
 from codemojex.keys import JOB, GameKeys
 from echomq import Settings, ids
-from echomq import faults as bus_faults
 from echomq.keyspace import Keyspace
-from echomq.proxy import Proxy
-from echomq.server import RedisClusterProcesses, RedisProcess, die_with_parent, free_port
+from echomq.testing.proxy import Proxy
+from echomq.testing.server import RedisClusterProcesses, RedisProcess, die_with_parent, free_port
+from echomq.worker import faults as bus_faults
 
 INJECTED = ("kill", "stall", "redis", "cut", "sweeps", "pause")  # what the injector picks from, at random
 # How many of each injected kind a turn of the schedule holds: kills are cheap and the most telling;

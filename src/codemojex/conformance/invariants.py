@@ -3,7 +3,7 @@
 Each check returns the violations it found (empty when it holds), so a report can list every broken
 promise at once instead of stopping at the first:
 
-* :func:`echomq.invariants.queue_structure` (re-exported): every job row is in exactly one location,
+* :func:`echomq.testing.invariants.queue_structure` (re-exported): every job row is in exactly one location,
   the one its state names; a lane is in the ring iff it holds a job, once; the fairness clock has a field
   for exactly the ring's lanes.
 * :func:`exactly_once`: every admitted guess has one GES record, at most one ``scored`` event (the stream
@@ -37,7 +37,7 @@ from codemojex.guesses import GuessRecord, record_from_row
 from codemojex.keys import GameKeys, guess_of
 from codemojex.leaderboard import fold_records
 from codemojex.wallet import LedgerEntry, Wallet, reconcile
-from echomq.invariants import job_rows, queue_structure
+from echomq.testing.invariants import job_rows, queue_structure
 
 # A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
 Client = Any

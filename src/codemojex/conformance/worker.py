@@ -29,8 +29,9 @@ from collections.abc import Callable
 from codemojex.cli.commands import run_score_worker
 from codemojex.conformance.starts import StartLog, is_probe
 from codemojex.game import Game
-from echomq import Job, Settings, logs
-from echomq.worker import Handler, HandlerResult
+from echomq import Job, Settings
+from echomq.worker import logs
+from echomq.worker.handler import Handler, HandlerResult
 
 
 class TransientFailure(Exception):

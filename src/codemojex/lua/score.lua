@@ -62,7 +62,7 @@
     ARGV[10] length of the code (hits == length solves)
     ARGV[11] 1: complete the job too (always, but for the fault hook that splits effect and ack); 0: not
     ARGV[12] events kept in the stream, about
-    ARGV[13] bus prefix, e.g. 'emq:{cm}:' (ARGV[13..15]: echomq.scripts.finish_args, for complete_job,
+    ARGV[13] bus prefix, e.g. 'emq:{cm}:' (ARGV[13..15]: echomq.core.finish_args, for complete_job,
              which trims a few expired done rows as it completes: see echomq's includes/trim.lua)
     ARGV[14] result ttl (ms): how long a done row is kept whole
     ARGV[15] dedup window (ms): how long after its finish a tombstone absorbs duplicates

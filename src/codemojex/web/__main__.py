@@ -11,7 +11,7 @@ import uvicorn
 
 from codemojex.game import GameSettings
 from codemojex.web import HostConfig, create_app
-from echomq.cli import DEFAULT_URL
+from echomq.cli.commands import DEFAULT_URL
 
 
 def main(argv: list[str] | None = None) -> None:

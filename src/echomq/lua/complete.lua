@@ -1,7 +1,7 @@
 --[[
   complete: finish a claimed job, fenced by its attempts token.
 
-  Called by echomq.jobs.complete. The job moves active -> done only if it is active and its attempts
+  Called by echomq.finish.complete. The job moves active -> done only if it is active and its attempts
   equal the caller's token; otherwise nothing changes and the caller learns it is stale (its lease was
   reaped, and the job returned to its lane or was re-claimed by another worker).
 

@@ -1,7 +1,7 @@
 --[[
   extend: renew a claimed job's lease, fenced by its attempts token.
 
-  Called by echomq.jobs.extend (the worker's lease keeper). If the job is still active under the
+  Called by echomq.finish.extend (the worker's lease keeper). If the job is still active under the
   caller's token its deadline becomes TIME + lease, even when the old deadline has just passed and no
   sweep has run yet (nobody else can hold it then). If this very claim already completed the job (a
   renewal that lost the race with its own finish) the caller is told 'finished', which is not counted

@@ -1,7 +1,7 @@
 --[[
   fail: record a failed attempt, fenced by its attempts token; retry or dead-letter.
 
-  Called by echomq.jobs.fail. If the job is active under the caller's token: when its tries reached
+  Called by echomq.finish.fail. If the job is active under the caller's token: when its tries reached
   max attempts (or the failure is not retryable) it moves to dead with the error; otherwise it goes
   back to its lane at once (delay 0) or to delayed until now + delay (the caller computes the
   exponential backoff with jitter). A stale token changes nothing.

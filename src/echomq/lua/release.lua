@@ -1,7 +1,7 @@
 --[[
   release: hand a claimed job back to its lane at once, fenced by its attempts token.
 
-  Called by echomq.jobs.release (graceful shutdown, or a handler that declines the job). The job goes
+  Called by echomq.finish.release (graceful shutdown, or a handler that declines the job). The job goes
   back to its lane at its mint position; the try is not counted against max attempts (tries - 1), but
   the attempts token stays, so the releasing worker can never finish it later.
 

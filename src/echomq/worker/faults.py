@@ -6,8 +6,8 @@ normal run). Unset, a check is one dictionary lookup and false.
 its acknowledgements. ``ECHOMQ_FAULTS_SEED`` seeds the draws (else they differ per process). A point fires
 by killing its own process with SIGKILL: no clean-up, no finally blocks, no goodbye to Redis.
 
-Points of the worker's job cycle (:mod:`echomq.fetcher`, :mod:`echomq.processor`,
-:mod:`echomq.lease_keeper`):
+Points of the worker's job cycle (:mod:`echomq.worker.fetcher`, :mod:`echomq.worker.processor`,
+:mod:`echomq.worker.lease_keeper`):
 
 ``worker.after_claim``
     a claim's reply arrived (the jobs are active under this worker's tokens), before any handler runs.

@@ -1,67 +1,7 @@
 """The worker: claims jobs for its free slots, runs a handler on each, and finishes them, fenced.
 
-Runtime shape: this module is the worker's life (slots, start, graceful shutdown, signals);
-:mod:`echomq.fetcher` decides when to claim, block on the wake list and sweep; :mod:`echomq.processor`
-runs one job (handler, timeout, complete or fail); :mod:`echomq.completions` batches the completes;
-:mod:`echomq.lease_keeper` renews leases from its own thread. The scripts behind :mod:`echomq.lanes`,
-:mod:`echomq.jobs` and :mod:`echomq.sweep` do every state change atomically.
-
-Guarantees
-==========
-* **At least once.** A claimed job is in ``active`` under a lease until it is finished; if this worker
-  dies, stalls or loses Redis, the sweep returns the job to its lane after the lease and another claim
-  runs it. No job is dropped by a worker failure.
-* **A handler can run twice** (or more) for one job, in exactly these cases:
-
-  1. the worker dies (crash, SIGKILL, OOM, host loss) after the handler's effect and before its
-     ``complete`` lands; the next claimant runs the job again;
-  2. the lease is reaped while the handler still runs: the whole process stalled past ``lease_ms``
-     (the lease keeper thread starved too: a stopped process, a partition from Redis, a clock jump on
-     the server), the sweep returned the job, and another run started; the first run goes on until it
-     looks at ``job.revoked``;
-  3. a thread handler exceeded ``job_timeout_s``: the job is failed (and so retried) while the thread,
-     which cannot be killed, may still be running;
-  4. a finishing call could not reach Redis after its retries: the job is redelivered after the lease;
-  5. graceful shutdown released a job whose handler had done its effect but not returned in time.
-
-  Make the effect idempotent on ``job.id``, or do the effect and the completion in one fenced script and
-  return its :class:`~echomq.states.Finish` from the handler.
-* **Never finished twice.** Every finish carries the claim's attempts token, and Redis refuses a stale
-  one (``job.stale`` in the logs): of two runs, at most one completes the job.
-* **revoked** (``job.revoked``, a ``threading.Event``) is set when this run no longer owns the job: the
-  lease keeper found the lease reaped (``lease.revoked``), the job timed out, or shutdown released it.
-  On a reaped lease an async handler is also cancelled (``CancelledError`` at its next ``await``); a
-  thread handler cannot be, so it should check ``job.revoked`` before each side effect, which narrows
-  case 2 to the time between two checks. Its finish is refused as stale either way.
-* **Leases** are renewed every ``lease_ms / 3`` by the keeper thread, also while a handler blocks the
-  event loop; a lease is lost only when no renewal lands for a whole ``lease_ms``.
-* **Graceful shutdown** (``stop()``, SIGTERM or SIGINT): claiming stops; in-flight jobs get ``grace_s``
-  to finish; the rest are released at once (back to their lanes, the try not counted), so a restarted
-  worker picks them up without waiting for their leases. A second signal releases at once. Cancelling
-  the task of :meth:`run` is a ``stop()``; cancelling it again releases at once.
-* **Lost replies.** A call can run in Redis and its reply be lost (a timeout, a cut connection, a Redis
-  pause longer than the socket timeout). Retries come from two places: redis-py's ``Retry`` when the
-  bus's client has one (a ``Redis(host=...)`` client retries 10 times; ``from_url`` clients and the
-  worker's own connections do not, see :mod:`echomq._clients`), and the worker's loops: the fetcher
-  retries a claim with the same request id after the loop's pause (:data:`_BACKOFF_S`), the processor
-  retries a finish (``complete``, ``fail``; ``release`` at shutdown) 3 times, the lease keeper renews at
-  its next round. Every retry is harmless and answered truthfully: a retried claim gets the jobs the
-  lost one claimed (no try spent, none stranded for a lease), a retried finish is told what the first
-  one did. A worker that stops while a claim has no answer asks once more and releases its jobs.
-* **Redis Cluster.** A bus on a ``redis.asyncio.RedisCluster`` client works the same way, with the same
-  guarantees: every key of the bus is in one slot, so every script runs on the node that owns it. What
-  differs is throughput, not outcome: the completes of one event-loop turn and the lease renewals of one
-  round go one script call each (concurrently for the completes) instead of one pipeline, since redis-py's
-  cluster pipeline refuses scripts.
-
-Idle command budget
-===================
-An idle worker (nothing in flight, nothing queued) sends, per :data:`SWEEP_PERIOD_S`, one BLPOP on the
-wake list (blocking :data:`IDLE_BLOCK_S` at most) and one sweep, plus one claim per
-:data:`SAFETY_CLAIM_S`: 6 + 6 + 1 = 13 commands a minute
-with the defaults, within :data:`IDLE_COMMANDS_PER_MIN` (each script call counts as one command). The
-lease keeper sends nothing when nothing is in flight, and there are no heartbeat keys. A shorter
-``sweep_every_s`` raises the count proportionally.
+This module is the worker's life (slots, start, graceful shutdown, signals); its runtime shape, its
+guarantees and its idle command budget are the doc of :mod:`echomq.worker`.
 """
 
 from __future__ import annotations
@@ -72,39 +12,28 @@ import logging
 import os
 import signal
 import socket
-import threading
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import redis
 from redis.exceptions import RedisClusterException
 
-from echomq import processor
 from echomq._validate import check_int
 from echomq.bus import Bus
-from echomq.completions import Completions
 from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError, translated
-from echomq.fetcher import IDLE_BLOCK_S, SAFETY_CLAIM_S, Fetcher, first_of
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
-from echomq.lease_keeper import LeaseKeeper
-from echomq.logs import emit
-from echomq.states import Finish, Release
+from echomq.states import Release
+from echomq.worker import processor
+from echomq.worker.completions import Completions
+from echomq.worker.fetcher import Fetcher, first_of
+from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
+from echomq.worker.lease_keeper import LeaseKeeper
+from echomq.worker.logs import emit
+from echomq.worker.threads import DaemonThreads
 
-__all__ = [
-    "IDLE_BLOCK_S",
-    "IDLE_COMMANDS_PER_MIN",
-    "SAFETY_CLAIM_S",
-    "SWEEP_PERIOD_S",
-    "DeadHook",
-    "Handler",
-    "HandlerResult",
-    "Job",
-    "Worker",
-    "WorkerCounts",
-]
+__all__ = ["IDLE_COMMANDS_PER_MIN", "SWEEP_PERIOD_S", "Worker"]
 
 log = logging.getLogger("echomq.worker")
 
@@ -116,64 +45,6 @@ IDLE_COMMANDS_PER_MIN = 20
 
 _BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # pauses of the loop after Redis errors, the last one repeated
 _FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire (or a lost claim's retry) gets this long
-
-HandlerResult = bytes | Finish | None
-Handler = Callable[["Job"], Awaitable[HandlerResult]] | Callable[["Job"], HandlerResult]
-# Called (awaited) after this worker's fail() dead-lettered a job; see Worker's on_dead.
-DeadHook = Callable[["Job"], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Job:
-    """What a handler receives: one claimed job, and the event that says this run lost it."""
-
-    claim: Claim
-    revoked: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    @property
-    def id(self) -> str:
-        return self.claim.job
-
-    @property
-    def lane(self) -> str:
-        return self.claim.lane
-
-    @property
-    def payload(self) -> bytes:
-        return self.claim.payload
-
-    @property
-    def attempt(self) -> int:
-        """The attempts token of this claim (1 for the first delivery)."""
-        return self.claim.token
-
-    @property
-    def tries(self) -> int:
-        """Tries spent against ``max_attempts``, this one included."""
-        return self.claim.tries
-
-    @property
-    def max_attempts(self) -> int:
-        return self.claim.max_attempts
-
-    @property
-    def deadline_ms(self) -> int:
-        """The lease deadline at claim time (server ms); the lease keeper pushes it on."""
-        return self.claim.deadline_ms
-
-
-@dataclass(slots=True)
-class WorkerCounts:
-    """Outcomes since the worker started (read them for a dashboard or a demo)."""
-
-    claimed: int = 0
-    completed: int = 0
-    failed: int = 0  # fail() calls that landed: retrying or dead
-    dead: int = 0  # of those, dead-lettered
-    stale: int = 0  # finishes refused: the lease was no longer this worker's
-    timed_out: int = 0
-    released: int = 0
-    revoked: int = 0
 
 
 def _check_seconds(name: str, value: object, *, low: float, high: float = 24 * 3600.0) -> float:
@@ -218,7 +89,7 @@ class Worker:
         self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}"
         self.counts = WorkerCounts()
         self.keeper = LeaseKeeper(bus, self.lease_ms, on_revoked=self._on_revoked)
-        self.threads = processor.DaemonThreads(self.concurrency)
+        self.threads = DaemonThreads(self.concurrency)
         self.completions = Completions(bus)
         self._tasks: dict[asyncio.Task[None], Job] = {}
         self._held_threads: set[asyncio.Future[Any]] = set()

@@ -21,7 +21,7 @@ import socket
 import threading
 from typing import Literal
 
-from echomq.server import free_port
+from echomq.testing.server import free_port
 
 Mode = Literal["reset", "blackhole"]
 _CHUNK = 65536

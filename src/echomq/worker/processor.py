@@ -1,12 +1,12 @@
 """The processor: runs one claimed job through its handler and finishes it with the right fenced call.
 
 * An ``async def`` handler is awaited on the event loop; any other callable runs in a daemon thread of
-  a pool sized to the worker's concurrency (daemon, so a hung handler never keeps the process alive).
-* The handler's return value decides the finish: ``bytes`` or ``None`` -> :func:`echomq.jobs.complete`
+  a pool sized to the worker's concurrency (:mod:`echomq.worker.threads`).
+* The handler's return value decides the finish: ``bytes`` or ``None`` -> :func:`echomq.finish.complete`
   with that result; a :class:`~echomq.states.Finish` value -> the handler finished the job itself (with
   its own fenced script) and nothing more is sent; anything else is a programming error and the job is
   dead-lettered with a message saying so.
-* An exception -> :func:`echomq.jobs.fail`, retried with backoff until max attempts, except
+* An exception -> :func:`echomq.finish.fail`, retried with backoff until max attempts, except
   :class:`~echomq.errors.Permanent`, which dead-letters at once. A fail that dead-lettered the job
   awaits the worker's ``on_dead`` hook, if any (its errors are logged). A ``CancelledError`` that the handler
   raises itself (an inner task or future it awaited was cancelled, not this run) is such an exception.
@@ -19,22 +19,25 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
-import queue
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from echomq import faults
 from echomq.errors import InvalidInput, Permanent, RedisUnavailable, UnknownJob
-from echomq.jobs import backoff_ms
-from echomq.logs import emit
+from echomq.finish import backoff_ms
 from echomq.states import Failure, Finish
+from echomq.worker import faults
+from echomq.worker.logs import emit
 
 if TYPE_CHECKING:
-    from echomq.worker import Job, Worker
+    from echomq.bus import Bus
+    from echomq.worker.completions import Completions
+    from echomq.worker.fetcher import Fetcher
+    from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
+    from echomq.worker.lease_keeper import LeaseKeeper
+    from echomq.worker.threads import DaemonThreads
 
 log = logging.getLogger("echomq.worker")
 
@@ -45,79 +48,27 @@ _FINISH_RETRY_S = (0.1, 0.5, 2.0)
 _ERROR_LIMIT = 2000  # characters of an exception's text stored on the row
 
 
+class Runner(Protocol):
+    """What the processor uses of its worker (:class:`echomq.worker.runner.Worker` is one)."""
+
+    bus: Bus
+    handler: Handler
+    handler_is_async: bool
+    job_timeout_s: float | None
+    on_dead: DeadHook | None
+    counts: WorkerCounts
+    threads: DaemonThreads
+    keeper: LeaseKeeper
+    completions: Completions
+    fetcher: Fetcher
+
+    def hold_slot(self, thread: asyncio.Future[Any]) -> None: ...
+
+
 def is_async_handler(handler: Callable[..., Any]) -> bool:
     """True for an ``async def`` (or an object whose ``__call__`` is one, or a partial of one)."""
     call = getattr(handler, "__call__", None)  # noqa: B004  (we need the method, not callability)
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
-
-
-class DaemonThreads:
-    """A fixed pool of daemon threads that hands results back to the event loop as futures."""
-
-    def __init__(self, size: int, name: str = "echomq-handler") -> None:
-        self.size = size
-        self.name = name
-        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = (
-            queue.SimpleQueue()
-        )
-        self._threads: list[threading.Thread] = []
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def submit(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        with self._lock:
-            if self._idle == 0 and len(self._threads) < self.size:
-                thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}")
-                thread.daemon = True
-                self._threads.append(thread)
-                self._idle += 1
-                thread.start()
-            self._idle -= 1
-        future.add_done_callback(_retrieve)
-        self._queue.put((call, future))
-        return future
-
-    def shutdown(self) -> None:
-        """Let idle threads exit; busy ones exit after their call (they are daemons either way)."""
-        for _ in self._threads:
-            self._queue.put(None)
-        self._threads.clear()
-
-    def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            call, future = item
-            loop = future.get_loop()
-            try:
-                value = call()
-            except BaseException as exc:  # noqa: BLE001  (handed to the awaiting task, never lost)
-                self._hand_back(loop, future, None, exc)
-            else:
-                self._hand_back(loop, future, value, None)
-            with self._lock:
-                self._idle += 1
-
-    @staticmethod
-    def _hand_back(
-        loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, exc: BaseException | None
-    ) -> None:
-        def settle() -> None:
-            if future.done():
-                return
-            if exc is None:
-                future.set_result(value)
-            else:
-                future.set_exception(exc)
-
-        # RuntimeError: the loop closed while a timed-out handler ran on; its result is ignored.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """Mark a thread's outcome as seen: a result nobody awaits any more (timeout, shutdown) is ignored."""
-    if not future.cancelled():
-        future.exception()
 
 
 class TimedOut(Exception):
@@ -134,7 +85,7 @@ def _error_text(exc: BaseException) -> str:
     return text[:_ERROR_LIMIT]
 
 
-async def process(worker: Worker, job: Job) -> None:
+async def process(worker: Runner, job: Job) -> None:
     """Run ``job`` and finish it. Cancelled by shutdown (which releases the claim itself) or by a reaped
     lease (an async handler); a cancelled run sends no finish."""
     try:
@@ -170,7 +121,7 @@ async def process(worker: Worker, job: Job) -> None:
         await _fail(worker, job, problem, retryable=False)
 
 
-async def _invoke(worker: Worker, job: Job) -> Any:
+async def _invoke(worker: Runner, job: Job) -> Any:
     handler: Callable[[Job], Any] = worker.handler  # async or sync, told apart by handler_is_async
     timeout = worker.job_timeout_s
     if worker.handler_is_async:
@@ -204,7 +155,7 @@ async def _midway(call: Awaitable[Any]) -> Any:
     return await task
 
 
-async def _midway_thread(worker: Worker, handler: Callable[[Job], Any], job: Job) -> asyncio.Future[Any]:
+async def _midway_thread(worker: Runner, handler: Callable[[Job], Any], job: Job) -> asyncio.Future[Any]:
     """Submit the call to a thread, wait until it has begun, then pass the ``worker.mid_handler`` point."""
     started = threading.Event()
 
@@ -219,7 +170,7 @@ async def _midway_thread(worker: Worker, handler: Callable[[Job], Any], job: Job
     return future
 
 
-async def with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> Any:
+async def with_retries(worker: Runner, job: Job, call: Callable[[], Any]) -> Any:
     """Await ``call()``, again after each :class:`RedisUnavailable` (:data:`_FINISH_RETRY_S`); None
     (logged ``job.unfinished``) when Redis stays unreachable or the row is gone."""
     for pause in (*_FINISH_RETRY_S, None):
@@ -236,7 +187,7 @@ async def with_retries(worker: Worker, job: Job, call: Callable[[], Any]) -> Any
     return None  # pragma: no cover  (the loop always returns)
 
 
-async def _complete(worker: Worker, job: Job, result: bytes) -> None:
+async def _complete(worker: Runner, job: Job, result: bytes) -> None:
     worker.keeper.untrack(job.claim)
     try:
         outcome = await with_retries(worker, job, lambda: worker.completions.complete(job.claim, result))
@@ -247,7 +198,7 @@ async def _complete(worker: Worker, job: Job, result: bytes) -> None:
         _finished(worker, job, outcome, by="worker")
 
 
-def _finished(worker: Worker, job: Job, outcome: Finish, *, by: str) -> None:
+def _finished(worker: Runner, job: Job, outcome: Finish, *, by: str) -> None:
     if outcome is Finish.DONE:
         worker.counts.completed += 1
         emit(log, logging.DEBUG, "job.completed", job=job.id, lane=job.lane, attempt=job.attempt, by=by)
@@ -256,11 +207,11 @@ def _finished(worker: Worker, job: Job, outcome: Finish, *, by: str) -> None:
         emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="complete")
 
 
-async def _fail(worker: Worker, job: Job, error: str, *, retryable: bool) -> None:
+async def _fail(worker: Runner, job: Job, error: str, *, retryable: bool) -> None:
     """Fail the try; a retry goes to ``delayed`` for the backoff, and the fetcher wakes for it then.
 
     A lost reply, retried (with the same delay), is answered what the first call did (RETRYING or
-    DEAD, see :func:`echomq.jobs.fail`), so the fetcher still learns when the retry is due."""
+    DEAD, see :func:`echomq.finish.fail`), so the fetcher still learns when the retry is due."""
     worker.keeper.untrack(job.claim)
     delay_ms = backoff_ms(worker.bus, job.tries or job.attempt)
     outcome = await with_retries(

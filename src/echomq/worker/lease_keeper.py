@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 import redis
 import redis.cluster
 
-from echomq import faults, jobs
+from echomq import finish
 from echomq._clients import blocking_twin
 from echomq.errors import EchoMQError
-from echomq.logs import emit
 from echomq.scripts import SyncScripts
 from echomq.states import Lease
+from echomq.worker import faults
+from echomq.worker.logs import emit
 
 if TYPE_CHECKING:
     from echomq.bus import Bus
@@ -102,7 +103,7 @@ class LeaseKeeper:
         if not batch or not self._started:
             return
         try:
-            replies = self._send([jobs.extend_call(self.bus, claim, self.lease_ms) for claim, _ in batch])
+            replies = self._send([finish.extend_call(self.bus, claim, self.lease_ms) for claim, _ in batch])
             faults.at("worker.mid_extend")  # Redis renewed the leases; the replies are not read yet
         except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             emit(log, logging.WARNING, "lease.error", error=str(exc) or type(exc).__name__, jobs=len(batch))
@@ -112,7 +113,7 @@ class LeaseKeeper:
                 emit(log, logging.WARNING, "lease.error", job=claim.job, error=str(reply))
                 continue
             try:
-                outcome = jobs.lease_outcome(claim, reply)
+                outcome = finish.lease_outcome(claim, reply)
             except EchoMQError:  # no row any more: the job is gone, which revokes the lease too
                 outcome = Lease.REVOKED
             if outcome is Lease.FINISHED:

@@ -25,7 +25,7 @@ from typing import Any
 import redis
 from redis.crc import key_slot
 
-from echomq.server import RedisClusterProcesses, ServerError
+from echomq.testing.server import RedisClusterProcesses, ServerError
 
 _MIGRATE_TIMEOUT_MS = 5000
 

@@ -27,8 +27,9 @@ from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.errors import InvalidOption
 from echomq.jobs import NewJob
-from echomq.server import RedisProcess, find_redis_server
-from echomq.worker import Job, Worker
+from echomq.testing.server import RedisProcess, find_redis_server
+from echomq.worker.handler import Job
+from echomq.worker.runner import Worker
 
 DATA_DIR = ".echomq-data"
 _TICK_S = 0.1  # the producer admits one batch per tick

@@ -24,12 +24,14 @@ from typing import Any, NoReturn
 
 import redis.exceptions
 
-from echomq import ids, logs
-from echomq.bus import DEFAULT_TAG, Bus
+from echomq import ids
+from echomq.bus import Bus
+from echomq.core import DEFAULT_TAG
 from echomq.errors import EchoMQError, InvalidInput, UnknownJob
 from echomq.jobs import JobInfo
 from echomq.keyspace import JOB_BRAND
-from echomq.worker import SWEEP_PERIOD_S, Worker
+from echomq.worker import logs
+from echomq.worker.runner import SWEEP_PERIOD_S, Worker
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 EXIT_FAILURE = 1  # a job not found, not dead, or Redis unreachable
@@ -223,7 +225,7 @@ async def _sweep(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from echomq import demo  # noqa: PLC0415  (the demo pulls in the embedded server only when asked)
+    from echomq.cli import demo  # noqa: PLC0415  (the demo pulls in the embedded server only when asked)
 
     return await demo.run(
         tag=args.tag, seconds=args.seconds, lanes=args.lanes, rate=args.rate, cluster=args.cluster
@@ -324,7 +326,3 @@ def explain(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, redis.exceptions.RedisError):  # a call the bus does not translate (dead_jobs)
         return EXIT_FAILURE, f"echomq: {type(exc).__name__}: {exc} (server {shown_url(redis_url())})"
     return EXIT_USAGE, f"echomq: error: {exc}"  # a ValueError: e.g. a REDIS_URL redis-py cannot parse
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,13 +43,13 @@ from typing import Any
 
 from redis.asyncio import RedisCluster
 
-from echomq import faults
 from echomq._clients import async_twin, node_twin
 from echomq.bus import Bus
 from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim
 from echomq.lanes import Claimed, new_request
-from echomq.logs import emit
+from echomq.worker import faults
+from echomq.worker.logs import emit
 
 log = logging.getLogger("echomq.worker")
 

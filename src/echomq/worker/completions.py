@@ -3,7 +3,7 @@
 A busy worker finishes many jobs at nearly the same moment; sending each ``complete.lua`` on its own
 round trip would make the client, not Redis, the limit of a drain. :class:`Completions` collects the
 completes requested during one turn of the event loop and sends them as one pipeline of EVALSHA calls
-(no transaction: each is its own fenced script, exactly as :func:`echomq.jobs.complete` would run it,
+(no transaction: each is its own fenced script, exactly as :func:`echomq.finish.complete` would run it,
 and each caller gets its own outcome or error). A script the server does not know yet (a restarted
 server) is loaded and that call run again on its own. On a Redis Cluster the completes of a turn go
 concurrently, one script call each (redis-py's cluster pipeline refuses scripts), with the same outcomes.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
 
-from echomq import jobs
+from echomq import finish, jobs
 from echomq.errors import EchoMQError, translate_redis_errors, translated
 from echomq.states import Finish
 
@@ -45,8 +45,8 @@ class Completions:
         self._flushes: set[asyncio.Task[None]] = set()
 
     async def complete(self, claim: Claim, result: bytes) -> Finish:
-        """Like :func:`echomq.jobs.complete`; bad input raises at once, before anything is sent."""
-        keys, args = jobs.complete_call(self.bus, claim, result)
+        """Like :func:`echomq.finish.complete`; bad input raises at once, before anything is sent."""
+        keys, args = finish.complete_call(self.bus, claim, result)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Finish] = loop.create_future()
         if not self._pending:
@@ -99,6 +99,6 @@ class Completions:
                     reply = await self.bus.scripts.run("complete", keys, args)
             if isinstance(reply, BaseException):  # refused, or (one call of a cluster batch) unreachable
                 raise translated(reply)
-            _settle(future, jobs.finish_outcome(claim, reply), None)
+            _settle(future, finish.finish_outcome(claim, reply), None)
         except EchoMQError as exc:
             _settle(future, None, exc)

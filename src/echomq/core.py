@@ -1,0 +1,82 @@
+"""The core of a bus, below its facade: one tag's keyspace, its scripts and settings, bound to a client.
+
+The operations (:mod:`echomq.jobs`, :mod:`echomq.finish`, :mod:`echomq.lanes`, :mod:`echomq.sweep`,
+:mod:`echomq.dead`, :mod:`echomq.stats`) take a :class:`BusCore`; the :class:`~echomq.bus.Bus` facade
+is one, with a method for each operation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis, RedisCluster
+
+from echomq._validate import check_int
+from echomq.keyspace import Keyspace
+from echomq.scripts import AsyncScripts
+
+DEFAULT_TAG = "cm"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Per-bus limits. Every process of one bus should use the same values.
+
+    Windows shorter than a lease are allowed (0 included: tests and short-lived buses use them), not
+    refused against the longest lease (``MAX_LEASE_MS``, 24 h, far longer than most windows should be).
+    But a finished id is admitted anew once its row is trimmed and its tombstone expired, that is after
+    the longer of ``result_ttl_ms`` (``dead_ttl_ms``) and ``dedup_window_ms``, its attempts (the fencing
+    token) restarting at 0, while a claim of its old life, or that claim's lost-reply record (kept one
+    lease), may still act. A retried claim is safe (claim.lua replays a job only to the request that
+    holds it now), but the fence alone cannot tell a finishing call of the old claim from one of a new
+    claim under the same token: keep the dedup window longer than the longest lease plus the time a
+    worker may spend retrying a finish.
+    """
+
+    max_payload: int = 64 * 1024  # bytes, for payloads and results
+    wake_cap: int = 64  # wake tokens kept at most: enough to wake that many idle workers at once
+    # Retention: finishes and sweeps trim rows past these to tombstones (echomq.jobs: "Retention").
+    result_ttl_ms: int = 3600 * 1000  # a done row is kept whole this long, then trimmed to a tombstone
+    dedup_window_ms: int = 24 * 3600 * 1000  # a finished id absorbs duplicates this long
+    dead_ttl_ms: int = 180 * 24 * 3600 * 1000  # a dead row is kept whole this long (as Sidekiq's dead set)
+    backoff_base_ms: int = 1000  # first retry delay (before jitter)
+    backoff_cap_ms: int = 3600 * 1000  # longest retry delay
+
+    def __post_init__(self) -> None:
+        for name in ("max_payload", "wake_cap", "backoff_base_ms", "backoff_cap_ms"):
+            check_int(name, getattr(self, name), 1)
+        for name in ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms"):
+            check_int(name, getattr(self, name), 0)
+
+
+Client = Redis | RedisCluster
+
+
+class BusCore:
+    """What the operations use of a bus: the client, the keyspace of ``tag``, the scripts and the settings.
+
+    ``redis`` is a ``redis.asyncio.Redis`` or a ``redis.asyncio.RedisCluster``, created with
+    ``decode_responses=False``.
+    """
+
+    def __init__(self, redis: Client, tag: str = DEFAULT_TAG, settings: Settings | None = None) -> None:
+        self.redis = redis
+        self.keys = Keyspace(tag)
+        self.settings = settings or Settings()
+        self.scripts = AsyncScripts(redis)
+
+    @property
+    def is_cluster(self) -> bool:
+        return isinstance(self.redis, RedisCluster)
+
+    @property
+    def tag(self) -> str:
+        return self.keys.tag
+
+
+def finish_args(bus: BusCore) -> list[Any]:
+    """What a script that calls the finish include's ``complete_job`` (see :mod:`echomq.scripts`) passes
+    it after its own arguments, in this order: the bus prefix, the result ttl and the dedup window (ms),
+    from ``bus``'s settings."""
+    return [bus.keys.prefix, bus.settings.result_ttl_ms, bus.settings.dedup_window_ms]
