@@ -13,7 +13,7 @@ for any client made by ``from_url``, e.g. :meth:`echomq.Bus.from_url`); a client
 claim, the processor's finishes, the lease keeper's next round). Either way a retried command is sent
 again as it was, so a script whose reply was lost (a timeout while Redis paused) can run more than once:
 every EchoMQ script is written so that its retry is harmless and answered truthfully (a claim's request
-id, the finishing calls' token; see :mod:`echomq.jobs` and :mod:`echomq.lanes`).
+id, the finishing calls' token; see :mod:`echomq.finish` and :mod:`echomq.lanes`).
 
 For a ``redis.asyncio.RedisCluster`` the twins are cluster clients too (``redis.cluster.RedisCluster``,
 ``redis.asyncio.RedisCluster``), started from the nodes the bus's client knows (all of them once it has

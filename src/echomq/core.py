@@ -36,7 +36,7 @@ class Settings:
 
     max_payload: int = 64 * 1024  # bytes, for payloads and results
     wake_cap: int = 64  # wake tokens kept at most: enough to wake that many idle workers at once
-    # Retention: finishes and sweeps trim rows past these to tombstones (echomq.jobs: "Retention").
+    # Retention: finishes and sweeps trim rows past these to tombstones (echomq.finish: "Retention").
     result_ttl_ms: int = 3600 * 1000  # a done row is kept whole this long, then trimmed to a tombstone
     dedup_window_ms: int = 24 * 3600 * 1000  # a finished id absorbs duplicates this long
     dead_ttl_ms: int = 180 * 24 * 3600 * 1000  # a dead row is kept whole this long (as Sidekiq's dead set)

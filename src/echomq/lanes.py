@@ -6,7 +6,7 @@ Guarantees provided here:
   popped (ZPOPMIN), the row turns active with attempts + 1, and the id is placed in ``active`` at the
   lease deadline read from the server clock (TIME). No instant exists where the job is in two places or
   none, so a worker that dies after the claim leaves it recoverable: the stalled sweep returns it to its
-  lane when the lease passes. That is also why delivery is *at least once* (see :mod:`echomq.jobs`).
+  lane when the lease passes. That is also why delivery is *at least once* (see :mod:`echomq.finish`).
 * **Fair service.** The ring holds each non-empty lane once; every claimed job advances the ring by one
   lane, so with L lanes waiting, a lane's head is served within L claims, however deep the other lanes
   are. A batch claim of N jobs takes N consecutive steps of the same rotation.

@@ -15,7 +15,7 @@ Guarantees provided here:
 * **Trimming.** Each sweep trims up to ``limit`` done rows past the result ttl and ``limit`` dead rows
   past the dead ttl to tombstones (lock or no lock). It is the catch-up path, after a burst or on an
   idle bus: at any throughput the finishes themselves trim faster than they add (see
-  :mod:`echomq.jobs`), so the sweep's rate does not bound retention.
+  :mod:`echomq.finish`), so the sweep's rate does not bound retention.
 * **Recovery time.** A killed worker's job is claimable again at most lease + sweep period after its
   last extension.
 * **Wake-ups.** Every job the sweep moves to a lane (promoted or reclaimed) pushes one wake token, up to
