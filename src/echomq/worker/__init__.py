@@ -6,7 +6,8 @@ signals); :mod:`echomq.worker.fetcher` decides when to claim, block on the wake 
 pool of :mod:`echomq.worker.threads`; :mod:`echomq.worker.handler` is what a handler receives and
 returns; :mod:`echomq.worker.completions` batches the completes; :mod:`echomq.worker.lease_keeper`
 renews leases from its own thread; :mod:`echomq.worker.logs` writes its events and
-:mod:`echomq.worker.faults` holds the fault points it crosses (unarmed unless ``ECHOMQ_FAULTS`` is set).
+:mod:`echomq.worker.faults` holds the fault points it crosses (unarmed unless ``ECHOMQ_FAULTS`` is set);
+:mod:`echomq.worker.eviction` warns at start when Redis may evict keys.
 The scripts behind :mod:`echomq.lanes`, :mod:`echomq.jobs`, :mod:`echomq.finish` and :mod:`echomq.sweep`
 do every state change atomically.
 

@@ -16,17 +16,15 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-import redis
-from redis.exceptions import RedisClusterException
-
 from echomq._validate import check_int
 from echomq.bus import Bus
-from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError, translated
+from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
 from echomq.states import Release
 from echomq.worker import processor
 from echomq.worker.completions import Completions
+from echomq.worker.eviction import check_eviction_policy
 from echomq.worker.fetcher import Fetcher, first_of
 from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
 from echomq.worker.lease_keeper import LeaseKeeper
@@ -162,7 +160,7 @@ class Worker:
                 self.install_signal_handlers()
             self.fetcher.open()
             self.keeper.start()
-            await self._check_eviction_policy()
+            self._policy_unchecked = await check_eviction_policy(self.bus)
             emit(
                 log,
                 logging.INFO,
@@ -190,27 +188,6 @@ class Worker:
                 await self.fetcher.aclose()
                 emit(log, logging.INFO, "worker.stopped", owner=self.owner, **asdict(self.counts))
 
-    async def _check_eviction_policy(self) -> None:
-        try:
-            reply: dict[Any, Any] = await self.bus.redis.config_get("maxmemory-policy")
-        except (redis.RedisError, RedisClusterException) as exc:  # CONFIG renamed, disabled or denied
-            emit(log, logging.DEBUG, "redis.config_unavailable", error=str(exc) or type(exc).__name__)
-            # Unreachable (a worker started before its Redis): check again once the loop gets through.
-            self._policy_unchecked = isinstance(translated(exc), RedisUnavailable)
-            return
-        self._policy_unchecked = False
-        for key, value in reply.items():
-            name = key.decode() if isinstance(key, bytes) else str(key)
-            policy = value.decode() if isinstance(value, bytes) else str(value)
-            if name == "maxmemory-policy" and policy != "noeviction":
-                emit(
-                    log,
-                    logging.WARNING,
-                    "redis.eviction_policy",
-                    policy=policy,
-                    advice="set maxmemory-policy noeviction: eviction can drop leases and jobs",
-                )
-
     async def _loop(self) -> None:
         errors = 0
         while not self._stopping.is_set():
@@ -227,7 +204,7 @@ class Worker:
                     self.fetcher.want_claim()
                 errors = 0
                 if self._policy_unchecked:
-                    await self._check_eviction_policy()
+                    self._policy_unchecked = await check_eviction_policy(self.bus)
             except (RedisUnavailable, ScriptError) as exc:  # unreachable, or refusing (OOM, READONLY, BUSY)
                 pause = _BACKOFF_S[min(errors, len(_BACKOFF_S) - 1)]
                 errors += 1
