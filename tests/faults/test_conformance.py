@@ -11,8 +11,10 @@ import os
 import pytest
 
 from codemojex import ranking
-from codemojex.conformance.harness import INJECTED, Config, Run, run
+from codemojex.conformance.faults import INJECTED
+from codemojex.conformance.harness import Run, run
 from codemojex.conformance.punctuality import after_deaths, spread_check
+from codemojex.conformance.schedule import Config
 from codemojex.conformance.starts import Start, Starts
 from codemojex.guesses import record_from_row
 from codemojex.keys import GameKeys, guess_of

@@ -70,7 +70,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _conformance(args: argparse.Namespace) -> int:
-    from codemojex.conformance.harness import Config, run, write  # noqa: PLC0415
+    from codemojex.conformance.harness import run, write  # noqa: PLC0415
+    from codemojex.conformance.schedule import Config  # noqa: PLC0415
 
     try:
         config = Config(

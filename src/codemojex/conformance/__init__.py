@@ -10,5 +10,5 @@ socket timeout. At the end :mod:`.invariants` checks Redis against the run's
 your own (``--redis-url``; it then leaves Redis crashes out and uses its own key tag).
 """
 
-# The fault kinds a schedule may name (see codemojex.conformance.harness for what each does).
+# The fault kinds a schedule may name (see codemojex.conformance.faults for what each does).
 KINDS = ("kill", "boundary", "stall", "redis", "cut", "sweeps", "skew", "pause")
