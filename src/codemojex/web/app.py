@@ -22,8 +22,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
-from codemojex.web.events import Hub
 from codemojex.web.host import Host, HostConfig, host_of
+from codemojex.web.hub import Hub
 from codemojex.web.limits import BodyLimit
 from codemojex.web.throughput import Sampler
 from echomq.errors import EchoMQError
