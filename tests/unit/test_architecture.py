@@ -86,3 +86,72 @@ def test_the_web_host_never_scores(path):
     names = imports_of(path)
     assert "codemojex.score_worker" not in names
     assert not any(name == "codemojex.engine" and path.name != "views.py" for name in names)  # types only
+
+
+PACKAGES = ("codemojex",)
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """The modules of ``package`` (under src/) and, for each, the package's modules it imports.
+
+    Every absolute ``import`` and ``from`` statement counts, wherever it is (under ``if TYPE_CHECKING:``
+    and inside functions too). ``from pkg import name`` is an edge to ``pkg.name`` when that is a module,
+    else to ``pkg`` (the package's ``__init__``, which defines the name or re-exports it)."""
+    modules: dict[str, Path] = {}
+    for path in sorted((SRC / package).rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    targets.add(name if name in modules else node.module)
+        graph[module] = {target for target in targets if target in modules and target != module}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as the path that closes it (``[a, b, a]``), or None when it has none."""
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path = [start]  # the depth-first path from start; each entry's unvisited edges are on `pending`
+        pending = [sorted(graph[start])]
+        while path:
+            if not pending[-1]:
+                done.add(path.pop())
+                pending.pop()
+                continue
+            target = pending[-1].pop(0)
+            if target in path:
+                return [*path[path.index(target) :], target]
+            if target not in done:
+                path.append(target)
+                pending.append(sorted(graph.get(target, ())))
+    return None
+
+
+def test_find_cycle_names_the_circle_or_none():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"d"}, "d": {"c"}}) == ["c", "d", "c"]
+
+
+def test_the_import_graph_counts_type_checking_imports_and_resolves_from_imports():
+    graph = import_graph("codemojex")
+    assert "codemojex.web.hub" in graph["codemojex.web.host"]  # under `if TYPE_CHECKING:`
+    assert "codemojex.web.views" in graph["codemojex.web.hub"]  # `from codemojex.web import views`
+    assert "codemojex.conformance" in graph["codemojex.cli.parser"]  # `... conformance import KINDS`
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_imports_run_one_way(package):
+    """No module imports, directly or through others, a module that imports it: the layers stack."""
+    cycle = find_cycle(import_graph(package))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
