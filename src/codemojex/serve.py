@@ -35,8 +35,8 @@ import uvicorn
 from codemojex import faults, rounds
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
-from codemojex.web import HostConfig, create_app
-from codemojex.web.host import WorkerStatus
+from codemojex.web.app import create_app
+from codemojex.web.host import HostConfig, WorkerStatus
 from echomq.cli.demo import embedded_binary
 from echomq.testing.server import RedisProcess, die_with_parent
 

@@ -87,7 +87,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-PACKAGES = ("echomq",)
+PACKAGES = ("echomq", "codemojex")
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -178,3 +178,16 @@ def test_the_web_host_never_scores(path):
     names = imports_of(path)
     assert "codemojex.score_worker" not in names
     assert not any(name == "codemojex.engine" and path.name != "views.py" for name in names)  # types only
+
+
+def test_find_cycle_names_the_circle_or_none():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"d"}, "d": {"c"}}) == ["c", "d", "c"]
+
+
+def test_the_import_graph_counts_type_checking_imports_and_resolves_from_imports():
+    graph = import_graph("codemojex")
+    assert "codemojex.web.hub" in graph["codemojex.web.host"]  # under `if TYPE_CHECKING:`
+    assert "codemojex.web.views" in graph["codemojex.web.hub"]  # `from codemojex.web import views`
+    assert "codemojex.conformance" in graph["codemojex.cli.parser"]  # `... conformance import KINDS`

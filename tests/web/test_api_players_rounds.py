@@ -127,11 +127,15 @@ def test_the_openapi_schema_names_every_route(anon):
 
 
 def test_the_pages_are_served(anon):
+    """Each page is its own template on the shared base: its script, and its nav link marked current."""
     for path, marker in (("/", "play.js"), ("/proof", "proof.js"), ("/dashboard", "dashboard.js")):
         reply = anon.get(path)
         assert reply.status_code == 200
         assert reply.headers["content-type"].startswith("text/html")
+        assert reply.headers["cache-control"] == "no-cache"
         assert marker in reply.text
+        assert reply.text.count('aria-current="page"') == 1
+        assert f'<a href="{path}" aria-current="page"' in reply.text
     script = anon.get("/static/play.js")
     assert script.status_code == 200
     assert script.headers["cache-control"] == "no-cache"

@@ -4,15 +4,17 @@
 embedded Redis and a score worker process. The host validates, charges and admits (through
 :func:`codemojex.guesses.submit`); it never scores and never reads a secret of an open round.
 
-Modules by role: ``app`` (assembly, lifespan, pages), ``problems`` (the JSON error shape and the status
-of every error and refusal), ``auth`` (player and operator tokens), ``limits`` (the body-size limit),
-``idempotency`` (the ``Idempotency-Key`` header), ``views`` (JSON of the game's values), ``player_api``,
-``operator_api``, ``proof_api``, ``events`` (server-sent events), ``metrics`` (Prometheus text) and
-``throughput`` (the dashboard's samples).
+Modules by role, each importing only those before it: ``problems`` (the JSON error shape and the status
+of every error and refusal), ``limits`` (the body-size limit), ``idempotency`` (the ``Idempotency-Key``
+header), ``views`` (JSON of the game's values), ``hub`` (the events hub: one follower per watched round),
+``throughput`` (the dashboard's samples), ``host`` (the configuration and the running state), ``auth``
+(player and operator tokens), ``player_api``, ``operator_api``, ``proof_api``, ``events`` (server-sent
+events), ``metrics`` (Prometheus text), and ``app`` on top (assembly, lifespan, pages).
 """
 
 from __future__ import annotations
 
-from codemojex.web.app import HostConfig, create_app
+from codemojex.web.app import create_app
+from codemojex.web.host import HostConfig
 
 __all__ = ["HostConfig", "create_app"]

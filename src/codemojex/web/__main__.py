@@ -10,7 +10,8 @@ import os
 import uvicorn
 
 from codemojex.game import GameSettings
-from codemojex.web import HostConfig, create_app
+from codemojex.web.app import create_app
+from codemojex.web.host import HostConfig
 from echomq.cli.commands import DEFAULT_URL
 
 

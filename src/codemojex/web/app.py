@@ -1,5 +1,8 @@
 """The app: routers, error handlers, the body limit, the pages, and a lifespan that owns the Game.
 
+The three pages are Jinja2 templates (``templates/``) that extend one ``base.html`` (head, nav, main
+column); their scripts and the style sheet are served as they are from ``static/``.
+
 ``create_app(HostConfig(redis_url=...))`` is all a deployment needs (``uvicorn`` runs it); the Game's
 client, the events hub and the throughput sampler are created in the lifespan, on the server's event loop.
 """
@@ -12,18 +15,20 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import redis.exceptions
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
-from codemojex.web.events import Hub
 from codemojex.web.host import Host, HostConfig, host_of
+from codemojex.web.hub import Hub
 from codemojex.web.limits import BodyLimit
 from codemojex.web.throughput import Sampler
 from echomq.errors import EchoMQError
@@ -31,7 +36,14 @@ from echomq.errors import EchoMQError
 __all__ = ["HostConfig", "create_app"]
 
 STATIC = Path(str(resources.files("codemojex.web") / "static"))
-PAGES = {"/": "play.html", "/proof": "proof.html", "/dashboard": "dashboard.html"}
+TEMPLATES = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(str(resources.files("codemojex.web") / "templates"))),
+        autoescape=True,
+        keep_trailing_newline=True,  # a page ends with its newline, as its file does
+    )
+)
+PAGES = {"/": "play.html", "/proof": "proof.html", "/dashboard": "dashboard.html"}  # each extends base.html
 
 
 def create_app(config: HostConfig) -> FastAPI:
@@ -92,8 +104,8 @@ class _Static(StaticFiles):
 
 
 def _page(name: str) -> Any:
-    async def page() -> FileResponse:
-        return FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
+    async def page(request: Request) -> HTMLResponse:
+        return TEMPLATES.TemplateResponse(request, name, headers={"Cache-Control": "no-cache"})
 
     page.__name__ = f"page_{name.split('.', maxsplit=1)[0]}"
     return page

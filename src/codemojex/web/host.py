@@ -11,7 +11,7 @@ from fastapi import Request
 from codemojex.game import Game, GameSettings
 
 if TYPE_CHECKING:
-    from codemojex.web.events import Hub
+    from codemojex.web.hub import Hub
     from codemojex.web.throughput import Sampler
 
 BODY_LIMIT = 8 * 1024  # bytes: a guess, a name or an operator's round options fit many times over

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codemojex import errors
+from codemojex.game import translate_errors
 from codemojex.guesses import Refusal
 
 # The status of each error class; the first match in this order wins (subclasses first).
@@ -112,8 +113,6 @@ async def on_http(request: Request, exc: Exception) -> JSONResponse:
 
 def translated(exc: Exception) -> errors.CodemojexError:
     """An EchoMQ or redis-py error as the game's (see :func:`codemojex.game.translate_errors`)."""
-    from codemojex.game import translate_errors  # noqa: PLC0415  (problems is imported by the game's callers)
-
     try:
         with translate_errors():
             raise exc
