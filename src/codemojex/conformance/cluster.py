@@ -20,6 +20,10 @@ from echomq.testing.server import RedisClusterProcesses
 
 MASTERS = 3
 STEP_PAUSE_S = 0.001  # between two MIGRATEs: a breath for the traffic, not a wait (moves stay short)
+# Between two moves the slot rests on one master this long: while a slot is mid-move, Redis refuses a
+# script whose keys are split between the two nodes (TRYAGAIN) and the caller retries, so moves back
+# to back would leave the game only the instants between them to make progress.
+REST_S = 0.5
 
 
 def start(stack: contextlib.ExitStack, tag: str) -> tuple[RedisClusterProcesses, str]:
@@ -47,7 +51,8 @@ async def reshard_until(
     nodes: RedisClusterProcesses, tag: str, stop: asyncio.Event, history: History
 ) -> None:
     """Move the bus's slot to another master and back, again and again until ``stop`` is set (at least
-    once there and back); it ends on the master it started on. Each move counts as a ``reshard`` fault."""
+    once there and back), resting REST_S after each move; it ends on the master it started on. Each move
+    counts as a ``reshard`` fault."""
     slot = slot_of(Keyspace(tag).ring)
     home = slot_owner(nodes, slot)
     away = next(port for port in nodes.ports if port != home)
@@ -55,5 +60,7 @@ async def reshard_until(
         for target in (away, home):
             await _move(nodes, slot, target)
             history.faults["reshard"] += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), REST_S)
         if stop.is_set():
             return
