@@ -215,3 +215,20 @@ async def test_a_retried_complete_is_done_even_after_its_row_was_trimmed(redis_s
         probe.assert_unchanged(before)
     finally:
         await bus.aclose()
+
+
+async def test_a_claim_without_a_request_id_fails_and_releases_under_its_token_alone(forgetful):
+    """The same for fail and release: the token alone fences them, and their retries are told what the
+    first call did."""
+    bus, probe = forgetful
+    old = await first_life(bus)
+    assert await bus.complete(old) is Finish.DONE
+    new = await admitted_anew(bus, probe, old)
+    bare = Claim(new.job, new.lane, new.token)
+    assert await bus.release(bare) is Release.RELEASED
+    assert await bus.release(bare) is Release.RELEASED  # the lost-reply answer
+    [again] = await bus.claim(lease_ms=60_000)
+    bare = Claim(again.job, again.lane, again.token)
+    assert await bus.fail(bare, "boom", retryable=False) is Failure.DEAD
+    assert await bus.fail(bare, "boom", retryable=False) is Failure.DEAD  # the lost-reply answer
+    assert probe.row(new.job)["state"] == b"dead"

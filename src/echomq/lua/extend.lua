@@ -4,11 +4,12 @@
   Called by echomq.finish.extend (the worker's lease keeper). If the job is still active under the
   caller's token and, when the caller gives its claim's request id (ARGV[3]), claimed by that request
   (the row's 'request'; see complete.lua: a claim of the id's earlier life holds the same token), its
-  deadline becomes TIME + lease, even when the old deadline has just passed and no
-  sweep has run yet (nobody else can hold it then). If this very claim already completed the job (a
-  renewal that lost the race with its own finish) the caller is told 'finished', which is not counted
-  as a revocation. Otherwise the lease was reaped: the caller is told 'revoked' and should stop the
-  job before any further side effect.
+  deadline becomes TIME + lease, even when the old deadline has just passed and no sweep has run yet
+  (nobody else can hold it then). If this very claim already completed the job (a renewal that lost
+  the race with its own finish) the caller is told 'finished', which is not counted as a revocation
+  (a trimmed row's tombstone drops the request: there the token alone tells). Otherwise the lease was
+  reaped, or the job is another claim's: the caller is told 'revoked' and should stop the job before
+  any further side effect. An empty request id fences by the token alone.
 
   Input:
     KEYS[1] job    (hash)  the row
