@@ -147,8 +147,8 @@ def submit_call(a: Arena, job: str, player: str, guess: Sequence[str]) -> tuple[
 
 
 def score_call(a: Arena, job: str, player: str, guess: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """Keys and args of one score.lua call, as codemojex.score_worker.handle sends it; args[1], the
-    claim's attempts token, is filled in from the claim."""
+    """Keys and args of one score.lua call, as codemojex.score_worker.handle sends it; args[1] and
+    args[2], the claim's attempts token and request id, are filled in from the claim."""
     request = GuessJob(a.round_id, player, tuple(guess))
     return score_worker.score_call(a.game, Claim(job, player, token=1), request, score(a.secret, guess))
 
@@ -189,13 +189,13 @@ def limit_score(client: redis.Redis, a: Arena, admitted: dict[str, tuple[str, tu
     start = time.perf_counter()
     done = 0
     while done < len(calls):
-        claimed = lanes.claimed_from_reply(queue.run("claim", claim_keys, claim_args))
+        claimed = lanes.claimed_from_reply(queue.run("claim", claim_keys, claim_args), "")
         if not claimed.jobs:
             break
         pipe = client.pipeline(transaction=False)
         for claim in claimed.jobs:
             keys, args = calls[claim.job]
-            game.run("score", keys, [args[0], claim.token, *args[2:]], client=pipe)
+            game.run("score", keys, [args[0], claim.token, claim.request, *args[3:]], client=pipe)
         replies = pipe.execute()
         done += sum(1 for reply in replies if int(reply[0]) == 1)
     elapsed = time.perf_counter() - start
@@ -216,8 +216,8 @@ def limit_latency(client: redis.Redis, a: Arena, samples: int) -> tuple[float, f
     for (submit_keys, submit_args), (score_keys, score_args) in chains:
         t0 = time.perf_counter_ns()
         _check_admitted([game.run("submit", submit_keys, submit_args)])
-        (claim,) = lanes.claimed_from_reply(queue.run("claim", claim_keys, claim_args)).jobs
-        reply = game.run("score", score_keys, [score_args[0], claim.token, *score_args[2:]])
+        (claim,) = lanes.claimed_from_reply(queue.run("claim", claim_keys, claim_args), "").jobs
+        reply = game.run("score", score_keys, [score_args[0], claim.token, claim.request, *score_args[3:]])
         times.append((time.perf_counter_ns() - t0) / 1e6)
         if int(reply[0]) != 1:
             raise RuntimeError(f"score.lua answered {reply!r}")

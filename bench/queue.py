@@ -71,7 +71,7 @@ def limit_drain(client: redis.Redis, bus: Bus, count: int, batch: int = 500) -> 
     start = time.perf_counter()
     done = 0
     while done < count:
-        claimed = lanes.claimed_from_reply(scripts.run("claim", claim_keys, claim_args))
+        claimed = lanes.claimed_from_reply(scripts.run("claim", claim_keys, claim_args), "")
         if not claimed.jobs:
             break
         pipe = client.pipeline(transaction=False)

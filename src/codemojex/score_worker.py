@@ -5,9 +5,11 @@
 round's secret, scores the guess with the pure engine (:func:`codemojex.engine.score`), and then runs
 ``score.lua``, which does the effect and the fenced completion in one atomic step:
 
-* fenced: nothing happens unless the job is active under this claim's attempts token, so a worker whose
-  lease was reaped and re-claimed is refused (``Finish.STALE``) and changes no count, while a retry of
-  this claim's own call whose reply was lost (redis-py retries after a timeout) is told ``Finish.DONE``;
+* fenced: nothing happens unless the job is active under this claim's attempts token and request id, so
+  a worker whose lease was reaped and re-claimed, or a claim of the job id's earlier life (the bus forgot
+  the id and admitted it anew, restarting its tokens), is refused (``Finish.STALE``) and changes no
+  count, while a retry of this claim's own call whose reply was lost (redis-py retries after a timeout)
+  is told ``Finish.DONE``;
 * idempotent on the job id: the GES record (the job's body under the ``GES`` brand) is written only if
   absent, and the counts (attempts, leaderboard, proven hits) move only when it is written;
 * in admission order: the player's standing is their scored records folded in GES id order (the JOB's
@@ -77,6 +79,7 @@ def score_call(
         [
             claim.job,
             claim.token,
+            claim.request,
             guess_id,
             request.round,
             request.player,

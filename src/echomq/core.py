@@ -23,15 +23,15 @@ DEFAULT_TAG = "cm"
 class Settings:
     """Per-bus limits. Every process of one bus should use the same values.
 
-    Windows shorter than a lease are allowed (0 included: tests and short-lived buses use them), not
-    refused against the longest lease (``MAX_LEASE_MS``, 24 h, far longer than most windows should be).
-    But a finished id is admitted anew once its row is trimmed and its tombstone expired, that is after
-    the longer of ``result_ttl_ms`` (``dead_ttl_ms``) and ``dedup_window_ms``, its attempts (the fencing
+    Windows shorter than a lease are allowed (0 included: tests and short-lived buses use them). A
+    finished id is admitted anew once its row is trimmed and its tombstone expired, that is after the
+    longer of ``result_ttl_ms`` (``dead_ttl_ms``) and ``dedup_window_ms``, its attempts (the fencing
     token) restarting at 0, while a claim of its old life, or that claim's lost-reply record (kept one
-    lease), may still act. A retried claim is safe (claim.lua replays a job only to the request that
-    holds it now), but the fence alone cannot tell a finishing call of the old claim from one of a new
-    claim under the same token: keep the dedup window longer than the longest lease plus the time a
-    worker may spend retrying a finish.
+    lease), may still act. Neither can touch the new life: claim.lua replays a job only to the request
+    that holds it now, and every finishing call is fenced by the claim's request id as well as its
+    token (:mod:`echomq.finish`), so a claim of the earlier life can never finish, fail, extend or
+    release the new one. A :class:`~echomq.jobs.Claim` built with ``request=""`` is fenced by its token
+    alone and so cannot tell the lives apart: build one only for a job whose id is not reused.
     """
 
     max_payload: int = 64 * 1024  # bytes, for payloads and results

@@ -10,17 +10,23 @@ Guarantees provided here:
   so rows past their ttl never pile up, and memory stays flat at any speed: about the rows finished
   within one result ttl (whole) plus those finished within one dedup window (tombstones).
 * **Fenced finish.** Every finishing call (:func:`complete`, :func:`fail`, :func:`release`) carries the
-  claim's attempts token and is refused (``STALE``) unless the job is active under that very token. A
-  worker whose lease was reaped, even if the job was re-claimed by another worker, cannot finish it.
-  :func:`extend` answers ``Lease.REVOKED`` in the same case, so a worker can stop before side effects.
+  claim's attempts token and request id and is refused (``STALE``) unless the job is active under that
+  very token and was claimed by that very claim call (the row names its request). A worker whose lease
+  was reaped, even if the job was re-claimed by another worker, cannot finish it; nor can a claim of a
+  job's earlier life: an id finished, trimmed, forgotten after the dedup window and admitted anew
+  restarts its tokens, so its new claim holds the token the old one held, but not its request id.
+  :func:`extend` answers ``Lease.REVOKED`` in the same cases, so a worker can stop before side effects.
+  A :class:`~echomq.jobs.Claim` built with ``request=""`` is fenced by its token alone: it finishes the
+  job active under that token, in whichever life.
 * **Lost replies.** Any call can run in Redis and its reply never arrive (a timeout, a cut connection,
   a Redis pause longer than the socket timeout); redis-py may retry the command (a client made as
   ``Redis(host=...)`` does, 10 times; one made by ``from_url`` does not) and the worker retries its
   finishing calls.
   Every call here is safe to retry and its retry answers truthfully, as each function's docstring says:
   a retried finish of this very claim is told what that claim's first call did (``DONE``, ``RETRYING``,
-  ``DEAD``, ``RELEASED``), never ``STALE``: a completion is read from the row (done under the token),
-  a fail or release from the row's ``ended`` words (the last 4 fail/release endings, by token).
+  ``DEAD``, ``RELEASED``), never ``STALE``: a completion is read from the row (done under the token
+  and request; a trimmed row's tombstone, which drops the request, by the token), a fail or release
+  from the row's ``ended`` words (the last 4 fail/release endings, by token and request).
 * **When a handler runs twice.** Delivery is at least once: a handler whose worker dies, stalls past its
   lease, or loses its connection after the effect and before :func:`complete` is run again by the next
   claimant. Make the effect idempotent on the job id (as codemojex does), or do the effect and the
@@ -48,7 +54,7 @@ def complete_call(bus: BusCore, claim: Claim, result: bytes) -> tuple[list[str],
     keys = bus.keys
     return (
         [keys.job(claim.job), keys.active, keys.done, keys.stats],
-        [claim.job, claim.token, data, *finish_args(bus)],
+        [claim.job, claim.token, claim.request, data, *finish_args(bus)],
     )
 
 
@@ -59,7 +65,8 @@ def finish_outcome(claim: Claim, reply: Any) -> Finish:
 
 
 async def complete(bus: BusCore, claim: Claim, result: bytes = b"") -> Finish:
-    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's.
+    """Finish ``claim``: ``Finish.DONE``, or ``Finish.STALE`` if the lease is no longer this claim's
+    (another token, or another claim call's request id: see the module doc).
 
     A DONE complete first trims up to two done rows past the result ttl (see the module doc); a STALE
     one changes nothing but the ``stale`` counter. Lost reply: the job is done and those rows trimmed;
@@ -119,6 +126,7 @@ async def fail(
             [
                 claim.job,
                 claim.token,
+                claim.request,
                 error[:4096],
                 delay,
                 int(retryable),
@@ -140,7 +148,7 @@ def extend_call(bus: BusCore, claim: Claim, lease_ms: int) -> tuple[list[str], l
     check_claim(claim)
     lease = check_int("lease_ms", lease_ms, 1, MAX_LEASE_MS)
     keys = bus.keys
-    return [keys.job(claim.job), keys.active, keys.stats], [claim.job, claim.token, lease]
+    return [keys.job(claim.job), keys.active, keys.stats], [claim.job, claim.token, claim.request, lease]
 
 
 def lease_outcome(claim: Claim, reply: Any) -> Lease:
@@ -179,7 +187,7 @@ async def release(bus: BusCore, claim: Claim) -> Release:
                 keys.stats,
                 keys.waiting,
             ],
-            [claim.job, claim.token, claim.lane, bus.settings.wake_cap],
+            [claim.job, claim.token, claim.request, claim.lane, bus.settings.wake_cap],
         )
     code = reply_code("release", reply, claim.job)
     return Release.RELEASED if code in (1, 3) else Release.STALE

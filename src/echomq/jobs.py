@@ -49,10 +49,14 @@ MAX_LEASE_MS = 24 * 3600 * 1000
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A job held by a worker under ``token`` until ``deadline_ms`` (server clock).
+    """A job held by a worker under ``token`` until ``deadline_ms`` (server clock), claimed by the claim
+    call ``request`` (every job of one call shares its request id).
 
-    Only ``job``, ``lane`` and ``token`` matter to the finishing calls, so a process that learned them
-    elsewhere can build a Claim to finish (and will be refused as stale if the lease moved on).
+    Only ``job``, ``lane``, ``token`` and ``request`` matter to the finishing calls: they are refused as
+    stale unless the job is active under that token and claimed by that request, so a claim of a job's
+    earlier life (its id finished, forgotten and admitted anew, its token restarting) never finishes its
+    new life. A process that learned only the job, lane and token elsewhere can build a Claim with
+    ``request=""`` to finish under the token alone (refused as stale if the lease moved on).
     """
 
     job: str
@@ -62,6 +66,7 @@ class Claim:
     deadline_ms: int = 0
     tries: int = 0
     max_attempts: int = 0
+    request: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +276,9 @@ async def inspect(bus: BusCore, job: str) -> JobInfo:
     )
 
 
-def claims_from_reply(reply: Sequence[Any]) -> list[Claim]:
-    """Read the job records of a claim.lua reply (7 fields each, after the 3-field head)."""
+def claims_from_reply(reply: Sequence[Any], request: str) -> list[Claim]:
+    """Read the job records of a claim.lua reply (7 fields each, after the 3-field head): the jobs
+    claimed by the claim call ``request``."""
     count = int(reply[2])
     claims = []
     for i in range(count):
@@ -287,6 +293,7 @@ def claims_from_reply(reply: Sequence[Any]) -> list[Claim]:
                 deadline_ms=int(deadline),
                 tries=int(tries),
                 max_attempts=int(max_attempts),
+                request=request,
             )
         )
     return claims

@@ -96,10 +96,10 @@ def claim_call(
     )
 
 
-def claimed_from_reply(reply: Any) -> Claimed:
-    """Read a claim.lua reply."""
+def claimed_from_reply(reply: Any, request: str) -> Claimed:
+    """Read the reply of claim.lua called with ``request`` (each :class:`Claim` carries it)."""
     next_due = int(reply[1])
-    return Claimed(claims_from_reply(reply), int(reply[0]), None if next_due < 0 else next_due)
+    return Claimed(claims_from_reply(reply, request), int(reply[0]), None if next_due < 0 else next_due)
 
 
 async def claim(
@@ -113,10 +113,11 @@ async def claim(
     under this request; retry with the same ``request`` (and get them) after
     :class:`~echomq.errors.RedisUnavailable`.
     """
-    keys, args = claim_call(bus, count, lease_ms, owner, new_request() if request is None else request)
+    request = new_request() if request is None else request
+    keys, args = claim_call(bus, count, lease_ms, owner, request)
     with translate_redis_errors():
         reply = await bus.scripts.run("claim", keys, args)
-    return claimed_from_reply(reply)
+    return claimed_from_reply(reply, request)
 
 
 async def wait_for_work(bus: BusCore, timeout_s: object) -> bool:

@@ -16,9 +16,10 @@ helpers that take keys and values as parameters and never read ``KEYS`` or ``ARG
 
 * ``admit``: ``admission_of(jobKey, statsKey, lane, digest)`` (the reply for an id that has a row, or
   nil) and ``admit_new(...)`` (write a new row on its lane), the two halves of ``enqueue.lua``;
-* ``finish``: ``fence(jobKey, statsKey, token)`` (nil when the job is active under ``token``, else the
-  refusal reply) and ``complete_job(..., prefix, resultTtl, dedupWindow)`` (active -> done, after
-  trimming a few expired done rows), the two halves of ``complete.lua``; it includes ``trim``;
+* ``finish``: ``fence(jobKey, statsKey, token, request)`` (nil when the job is active under ``token``
+  and claimed by the claim call ``request``, or by any when ``request`` is '', else the refusal reply)
+  and ``complete_job(..., prefix, resultTtl, dedupWindow)`` (active -> done, after trimming a few
+  expired done rows), the two halves of ``complete.lua``; it includes ``trim``;
 * ``trim``: ``trim_expired(setKey, statsKey, prefix, now, ttl, window, count)``, the retention rule of
   finished rows (done and dead), and ``TRIM_PER_FINISH``, what each finish trims.
 

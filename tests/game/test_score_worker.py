@@ -12,7 +12,7 @@ from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from codemojex.payload import decode_payload, encode_payload
 from echomq import Bus, Finish, Job, Settings, Worker, ids
-from tests.support.game import KEYBOARD, SECRET, text
+from tests.support.game import KEYBOARD, SECRET, GameProbe, text
 from tests.support.workers import eventually, running
 
 
@@ -142,5 +142,42 @@ async def test_scoring_trims_the_expired_done_rows_of_earlier_guesses(redis_serv
             again = await guesses.submit(game, the_round.id, player.id, guess, job_id=claim.job)
             assert again.outcome is Outcome.DUPLICATE
         assert (await game.bus.stats()).counters["trimmed"] == 2
+    finally:
+        await game.aclose()
+
+
+async def test_a_score_of_a_claim_of_the_jobs_earlier_life_is_refused_as_stale(redis_server, sync_redis, tag):
+    """A guess job's id forgotten by the bus and admitted anew restarts its token: the new life's claim
+    holds token 1, as the old life's did. score.lua fences by the claim's request id too, so the old
+    claim's call (a retry whose reply was lost) is stale and changes nothing, and the new claim scores.
+    The game refuses a reused job id at submit (tests/game/test_job_id_reuse.py), so the id is admitted
+    anew on the bus directly."""
+    settings = Settings(result_ttl_ms=0, dedup_window_ms=0, dead_ttl_ms=0)
+    game = Game(Bus.from_url(redis_server.url, tag=tag, settings=settings), GameSettings())
+    try:
+        the_round = await rounds.open_round(game, keyboard=list(KEYBOARD), secret=list(SECRET))
+        player = await players.register(game, "Ada")
+        admitted = await guesses.submit(game, the_round.id, player.id, "🍎🍌🍒🍇🍑🍍")
+        payload = sync_redis.hget(game.bus.keys.job(admitted.job), "payload")
+        [old] = await game.bus.claim(1)
+        assert await score_worker.handle(game, Job(old)) is Finish.DONE
+        assert (await game.bus.sweep()).trimmed == 1
+        assert not sync_redis.exists(game.bus.keys.job(old.job))  # forgotten: the tombstone expired
+        await game.bus.enqueue(old.job, lane=player.id, payload=payload)
+        [new] = await game.bus.claim(1)
+        assert (new.job, new.token) == (old.job, old.token)
+
+        probe = GameProbe.of(sync_redis, game)
+        before = probe.snapshot()
+        stale = (await game.bus.stats()).counters.get("stale", 0)
+        assert await score_worker.handle(game, Job(old)) is Finish.STALE
+        assert (await game.bus.stats()).counters["stale"] == stale + 1
+        after = probe.snapshot()
+        stats = game.bus.keys.stats
+        assert {k: v for k, v in after.items() if k != stats} == {
+            k: v for k, v in before.items() if k != stats
+        }
+        assert await score_worker.handle(game, Job(new)) is Finish.DONE
+        assert sync_redis.hget(game.bus.keys.job(new.job), "state") == b"done"
     finally:
         await game.aclose()

@@ -2,7 +2,10 @@
   score: the score worker's effect and the fenced completion of its job, in one atomic step.
 
   Called by codemojex.score_worker.handle. Nothing happens unless the job is active under the caller's
-  attempts token (a reaped and re-claimed worker is refused as stale and changes no count). Then the
+  attempts token and, when the caller gives its claim's request id (ARGV[3]), claimed by that request
+  (the fence of echomq's include "finish"): a reaped and re-claimed worker, or a claim of the job id's
+  earlier life (finished, forgotten and admitted anew, its token restarting), is refused as stale and
+  changes no count. An empty request id fences by the token alone. Then the
   effect is idempotent on the job id: the GES record is written only if absent, and only when it is
   written do the counts move (the player's standing on the leaderboard, the counted attempts of their
   records, their proven hits, the round's scored sets, one event, the submit->scored latency histogram).
@@ -52,28 +55,29 @@
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
-    ARGV[3]  GES id (the job's body under the GES brand)
-    ARGV[4]  round id
-    ARGV[5]  player id
-    ARGV[6]  guess (JSON list of the keys)
-    ARGV[7]  feedback code, one letter a position: H hit, N near, - miss
-    ARGV[8]  hits
-    ARGV[9]  nears
-    ARGV[10] length of the code (hits == length solves)
-    ARGV[11] 1: complete the job too (always, but for the fault hook that splits effect and ack); 0: not
-    ARGV[12] events kept in the stream, about
-    ARGV[13] bus prefix, e.g. 'emq:{cm}:' (ARGV[13..15]: echomq.core.finish_args, for complete_job,
+    ARGV[3]  request id of the claim call (the row's 'request'), or '' to fence by the token alone
+    ARGV[4]  GES id (the job's body under the GES brand)
+    ARGV[5]  round id
+    ARGV[6]  player id
+    ARGV[7]  guess (JSON list of the keys)
+    ARGV[8]  feedback code, one letter a position: H hit, N near, - miss
+    ARGV[9]  hits
+    ARGV[10] nears
+    ARGV[11] length of the code (hits == length solves)
+    ARGV[12] 1: complete the job too (always, but for the fault hook that splits effect and ack); 0: not
+    ARGV[13] events kept in the stream, about
+    ARGV[14] bus prefix, e.g. 'emq:{cm}:' (ARGV[14..16]: echomq.core.finish_args, for complete_job,
              which trims a few expired done rows as it completes: see echomq's includes/trim.lua)
-    ARGV[14] result ttl (ms): how long a done row is kept whole
-    ARGV[15] dedup window (ms): how long after its finish a tombstone absorbs duplicates
+    ARGV[15] result ttl (ms): how long a done row is kept whole
+    ARGV[16] dedup window (ms): how long after its finish a tombstone absorbs duplicates
 
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
-    { 2, wrote }  the same without the completion (ARGV[11] = 0; the job stays active)
+    { 2, wrote }  the same without the completion (ARGV[12] = 0; the job stays active)
     { 3, 0 }      refunded and the wallet cannot pay again: completed unscored (result 'unpaid')
-    { 4, 'done' } already completed under this very token: a retry whose first reply was lost (that
+    { 4, 'done' } already completed under this very claim: a retry whose first reply was lost (that
                   call completed the job); nothing changed
-    { 0, state }  stale: not active under that token; nothing changed
+    { 0, state }  stale: not active under that token and request; nothing changed
     {-1, '' }     no row for that job id
 ]]
 local jobKey, activeKey, doneKey, statsKey, guessKey =
@@ -81,10 +85,11 @@ local jobKey, activeKey, doneKey, statsKey, guessKey =
 local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local latencyKey, playedKey = KEYS[11], KEYS[16]
 local refundsKey, chargesKey, walletKey, ledgerKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
-local jobId, token, guessId, roundId, playerId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local guess, code, hits, nears, length = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local finish, eventsCap = ARGV[11], tonumber(ARGV[12])
-local prefix, resultTtl, dedupWindow = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15])
+local jobId, token, request = ARGV[1], ARGV[2], ARGV[3]
+local guessId, roundId, playerId = ARGV[4], ARGV[5], ARGV[6]
+local guess, code, hits, nears, length = ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local finish, eventsCap = ARGV[12], tonumber(ARGV[13])
+local prefix, resultTtl, dedupWindow = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
 
 -- @include "finish"
 
@@ -115,7 +120,7 @@ local function fold(s, recordHits, recordNears, at)
   return 1, s.attempts
 end
 
-local refused = fence(jobKey, statsKey, token)
+local refused = fence(jobKey, statsKey, token, request)
 if refused then return refused end
 
 -- A record that will refold reads the player's scored records, whose keys it builds (cmx:{t}:guess:<GES>,

@@ -42,7 +42,10 @@
   does not tell: the record lives one lease, and when the result ttl (dead ttl) and the dedup window
   are both shorter than that, a finished id can be trimmed, expire and be admitted anew within it,
   its attempts restarting at 0, so another worker's claim holds it under the very token recorded here;
-  the replay must not hand that job to a second holder under the same token.
+  the replay must not hand that job to a second holder under the same token. The finishing scripts
+  (complete, fail, extend, release, and an application's through the "finish" include) check the
+  same field: a call that names its claim's request id is refused unless the row's 'request' is it,
+  so a claim of the id's earlier life never finishes the new one.
 
   The record is built from ARGV, not declared: it does not exist before the claim runs, and a declared
   key that is absent makes Redis refuse the whole script while the slot moves (TRYAGAIN), so no worker
@@ -167,7 +170,7 @@ while n < count and ringLen > 0 do
   if jobId then
     local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
     local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
-    -- 'request' names the claim that holds it, checked by a replay (see 'Whose job' above).
+    -- 'request' names the claim that holds it, checked by a replay and the finishes ('Whose job' above).
     redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner,
       'request', request)
     if row[3] then  -- the first claim since its promotion from delayed: how late it starts

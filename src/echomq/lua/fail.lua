@@ -1,19 +1,25 @@
 --[[
-  fail: record a failed attempt, fenced by its attempts token; retry or dead-letter.
+  fail: record a failed attempt, fenced by its attempts token and its claim's request id; retry or
+  dead-letter.
 
-  Called by echomq.finish.fail. If the job is active under the caller's token: when its tries reached
-  max attempts (or the failure is not retryable) it moves to dead with the error; otherwise it goes
-  back to its lane at once (delay 0) or to delayed until now + delay (the caller computes the
-  exponential backoff with jitter). A stale token changes nothing.
+  Called by echomq.finish.fail. If the job is active under the caller's token and, when the caller gives
+  its claim's request id (ARGV[3]), claimed by that request (the row's 'request'; see complete.lua: a
+  claim of the id's earlier life holds the same token): when its tries reached max attempts (or the
+  failure is not retryable) it moves to dead with the error; otherwise it goes back to its lane at once
+  (delay 0) or to delayed until now + delay (the caller computes the exponential backoff with jitter).
+  A stale token, or another claim call's request, changes nothing. An empty request id fences by the
+  token alone.
 
   Retention, amortised with the work: a fail that dead-letters first trims up to two dead rows that
-  were dead-lettered the dead ttl (ARGV[9]) or more ago to their tombstones (see includes/trim.lua), so
+  were dead-lettered the dead ttl (ARGV[10]) or more ago to their tombstones (see includes/trim.lua), so
   dead holds the rows within the dead ttl and hardly any more, however fast jobs die. Trimmed rows'
-  keys are built from ARGV[8] (the bus prefix, whose hash tag puts them in the slot).
+  keys are built from ARGV[9] (the bus prefix, whose hash tag puts them in the slot).
 
   Lost reply: the job was sent back (or dead-lettered) and the row's 'ended' words record it under the
-  token (include "ended"). A retry of the same call finds that word and answers { 3, state } or
-  { 4, state }: this claim's fail landed; nothing changes, nothing is counted.
+  token and request id (include "ended"). A retry of the same call finds that word and answers
+  { 3, state } or { 4, state }: this claim's fail landed; nothing changes, nothing is counted. The word
+  names the request because a row admitted anew writes its own words under restarted tokens: a call of
+  an earlier life's claim finds no word of its request and is stale.
 
   Input:
     KEYS[1] job     (hash)  the row
@@ -28,14 +34,15 @@
 
     ARGV[1] job id
     ARGV[2] attempts token (int) from the claim
-    ARGV[3] error text
-    ARGV[4] retry delay (ms, >= 0)
-    ARGV[5] retryable (1 or 0)
-    ARGV[6] lane name of the claim
-    ARGV[7] wake cap
-    ARGV[8] bus prefix, e.g. 'emq:{cm}:'
-    ARGV[9] dead ttl (ms): how long a dead row is kept whole for inspection and retry
-    ARGV[10] dedup window (ms): how long after its finish a tombstone absorbs duplicates
+    ARGV[3] request id of the claim call (the row's 'request'), or '' to fence by the token alone
+    ARGV[4] error text
+    ARGV[5] retry delay (ms, >= 0)
+    ARGV[6] retryable (1 or 0)
+    ARGV[7] lane name of the claim
+    ARGV[8] wake cap
+    ARGV[9] bus prefix, e.g. 'emq:{cm}:'
+    ARGV[10] dead ttl (ms): how long a dead row is kept whole for inspection and retry
+    ARGV[11] dedup window (ms): how long after its finish a tombstone absorbs duplicates
 
   Output:
     { 1, state }   retrying; state is 'queued' or 'delayed'
@@ -49,18 +56,18 @@
 ]]
 local jobKey, activeKey, delayedKey, deadKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local jobId, token, err = ARGV[1], ARGV[2], ARGV[3]
-local delayMs, retryable, lane, wakeCap = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
-local prefix, deadTtl, dedupWindow = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local jobId, token, request, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local delayMs, retryable, lane, wakeCap = tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7], tonumber(ARGV[8])
+local prefix, deadTtl, dedupWindow = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 
 -- @include "trim"
 
 -- @include "ended"
 
-local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'tries', 'max', 'priority', 'lane')
+local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'tries', 'max', 'priority', 'lane', 'request')
 if not row[1] then return {-1, ''} end
-if row[1] ~= 'active' or row[2] ~= token then
-  local how = ended_as(jobKey, token)
+if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[7] ~= request) then
+  local how = ended_as(jobKey, token, request)
   if how == 'q' then return {3, row[1]} end
   if how == 'x' then return {4, row[1]} end
   redis.call('HINCRBY', statsKey, 'stale', 1)
@@ -78,12 +85,12 @@ if (not retryable) or tonumber(row[3]) >= tonumber(row[4]) then
   redis.call('ZADD', deadKey, now, jobId)
   redis.call('HSET', jobKey, 'state', 'dead', 'finished', now, 'error', err)
   redis.call('HINCRBY', statsKey, 'dead', 1)
-  note_ended(jobKey, token, 'x')
+  note_ended(jobKey, token, request, 'x')
   return {2, 'dead'}
 end
 
 redis.call('HINCRBY', statsKey, 'retried', 1)
-note_ended(jobKey, token, 'q')
+note_ended(jobKey, token, request, 'q')
 if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
   redis.call('HSET', jobKey, 'state', 'delayed', 'error', err)

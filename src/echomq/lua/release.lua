@@ -1,13 +1,19 @@
 --[[
-  release: hand a claimed job back to its lane at once, fenced by its attempts token.
+  release: hand a claimed job back to its lane at once, fenced by its attempts token and its claim's
+  request id.
 
   Called by echomq.finish.release (graceful shutdown, or a handler that declines the job). The job goes
   back to its lane at its mint position; the try is not counted against max attempts (tries - 1), but
-  the attempts token stays, so the releasing worker can never finish it later.
+  the attempts token stays, so the releasing worker can never finish it later. The job must be active
+  under the caller's token and, when the caller gives its claim's request id (ARGV[3]), claimed by that
+  request (the row's 'request'; see complete.lua: a claim of the id's earlier life holds the same
+  token); otherwise nothing changes (stale). An empty request id fences by the token alone.
 
   Lost reply: the job is back in its lane and the row's 'ended' words record the release under the
-  token (include "ended"). A retry of the same call finds that word and answers { 3, state }: this
-  claim's release landed; nothing changes, nothing is counted.
+  token and request id (include "ended"). A retry of the same call finds that word and answers
+  { 3, state }: this claim's release landed; nothing changes, nothing is counted. The word names the
+  request because a row admitted anew writes its own words under restarted tokens: a call of an
+  earlier life's claim finds no word of its request and is stale.
 
   Input:
     KEYS[1] job    (hash)  the row
@@ -20,8 +26,9 @@
 
     ARGV[1] job id
     ARGV[2] attempts token (int) from the claim
-    ARGV[3] lane name of the claim
-    ARGV[4] wake cap
+    ARGV[3] request id of the claim call (the row's 'request'), or '' to fence by the token alone
+    ARGV[4] lane name of the claim
+    ARGV[5] wake cap
 
   Output:
     { 1, 'queued' }  released
@@ -33,14 +40,14 @@
 ]]
 local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local jobId, token, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local jobId, token, request, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 
 -- @include "ended"
 
-local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'priority', 'lane')
+local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'priority', 'lane', 'request')
 if not row[1] then return {-1, ''} end
-if row[1] ~= 'active' or row[2] ~= token then
-  if ended_as(jobKey, token) == 'r' then return {3, row[1]} end
+if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[5] ~= request) then
+  if ended_as(jobKey, token, request) == 'r' then return {3, row[1]} end
   redis.call('HINCRBY', statsKey, 'stale', 1)
   return {0, row[1]}
 end
@@ -53,7 +60,7 @@ if redis.call('ZCARD', laneKey) == 1 then
   redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
 end
 redis.call('HINCRBY', jobKey, 'tries', -1)
-note_ended(jobKey, token, 'r')
+note_ended(jobKey, token, request, 'r')
 redis.call('HSET', jobKey, 'state', 'queued')
 redis.call('HDEL', jobKey, 'deadline')
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end

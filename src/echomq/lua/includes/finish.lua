@@ -1,15 +1,27 @@
 -- include "finish": the two halves of the fenced completion (see complete.lua for the contract).
 -- @include "trim"
 
--- nil when the job is active under `token` (the caller owns it); else the refusal reply:
--- {-1, ''} no row; { 4, 'done' } already done under this very token (a retry whose first reply was
--- lost: that claim finished the job; nothing changed, nothing counted); { 0, state } stale (not active,
--- or active under a newer token), counted as 'stale'.
-local function fence(jobKey, statsKey, token)
-  local row = redis.call('HMGET', jobKey, 'state', 'attempts')
+-- Is the row's claim the caller's: under `token`, and, when the caller names its claim call (`request`
+-- not ''), claimed by that very call? The token alone cannot tell a job's lives apart: an id finished,
+-- trimmed, forgotten and admitted anew restarts its attempts, so a claim of its earlier life holds the
+-- token its new life's claim holds now; the request id (claim.lua stores it on the row) differs. A row
+-- without a 'request' field (a tombstone: the trim drops it to keep tombstones small) is judged by the
+-- token alone; no claim can act on a tombstone, so that only words a retry's answer (see fence).
+local function claimed_by(row, token, request)
+  return row[2] == token and (request == '' or (row[3] or request) == request)
+end
+
+-- nil when the job is active under `token` and claimed by `request` (the caller owns it); else the
+-- refusal reply: {-1, ''} no row; { 4, 'done' } already done under this very claim (a retry whose first
+-- reply was lost: that claim finished the job; nothing changed, nothing counted); { 0, state } stale
+-- (not active, or active under a newer token or another claim call's request), counted as 'stale'.
+-- An empty `request` fences by the token alone.
+local function fence(jobKey, statsKey, token, request)
+  local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'request')
   if not row[1] then return {-1, ''} end
-  if row[1] == 'done' and row[2] == token then return {4, 'done'} end
-  if row[1] ~= 'active' or row[2] ~= token then
+  local ours = claimed_by(row, token, request)
+  if row[1] == 'done' and ours then return {4, 'done'} end
+  if row[1] ~= 'active' or not ours then
     redis.call('HINCRBY', statsKey, 'stale', 1)
     return {0, row[1]}
   end
