@@ -75,6 +75,15 @@ async def first_of(awaitables: Iterable[Awaitable[Any]], within_s: float | None)
         for future in futures:
             if not future.done():
                 future.cancel()
+                # A cancelled call may still end in an error of its own (a BLPOP whose connection the
+                # stopping worker closes meanwhile: "Connection closed by server"); nobody waits for it,
+                # so it is retrieved here rather than logged as "never retrieved" when collected.
+                future.add_done_callback(_retrieved)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class Fetcher:
