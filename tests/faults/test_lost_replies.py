@@ -227,6 +227,50 @@ async def test_a_worker_whose_claim_reply_is_lost_runs_the_job_and_dead_letters_
             assert _events(caplog, "worker.redis_error")  # the worker saw the claim fail, and retried it
 
 
+class OutageBus(PausingBus):
+    """A PausingBus whose next ``failures`` claims after the paused one fail before they are sent (Redis
+    stays out of reach a while after it resumed: a cut, a failover)."""
+
+    def __init__(self, bus: Bus, server: RedisProcess, seconds: float, failures: int) -> None:
+        super().__init__(bus, server, seconds)
+        self.failures = failures
+
+    async def claim_batch(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fired and self.failures > 0:
+            self.failures -= 1
+            raise RedisUnavailable("out of reach (the test's outage)")
+        return await super().claim_batch(*args, **kwargs)
+
+
+@pytest.mark.slow
+async def test_a_worker_asks_again_for_a_lost_claim_within_the_lease_however_long_redis_fails(server, caplog):
+    """The claim's reply is lost in a pause and the next three tries fail too: the worker's usual
+    backoff (0.5, 1, 2, 5 s) would ask again after the claim's record and the job's lease (3 s) ran
+    out, and the max_attempts=1 job would die unrun. With a claim unanswered it asks again at least
+    every quarter lease, gets the job, runs it and completes it."""
+    ran: list[str] = []
+
+    async def handler(job: Job) -> bytes:
+        ran.append(job.id)
+        return b"ran"
+
+    async with bus_on(server, retries=0) as plain:
+        bus = OutageBus(plain, server, 1.0, failures=3)
+        worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=60)
+        with caplog.at_level(logging.DEBUG, logger="echomq"):
+            async with running(worker):
+                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+                bus.armed = True
+                job = await _one_job(bus)
+                await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+        assert (bus.fired, bus.failures) == (True, 0)
+        assert len(_events(caplog, "worker.redis_error")) >= 4  # the lost claim and the three failures
+        info = await bus.inspect(job)
+        assert (info.state.value, info.tries) == ("done", 1)
+        assert ran == [job]
+        assert counters(server, bus).get("replayed", 0) >= 1
+
+
 @pytest.mark.slow
 async def test_a_worker_stopping_with_a_claim_unanswered_releases_its_jobs(server, caplog):
     """A worker stopped after its claim's reply was lost leaves no job active: the claim's job is back in

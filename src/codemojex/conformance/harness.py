@@ -75,7 +75,12 @@ class Run:
         self.nodes: RedisClusterProcesses | None = None  # the cluster schedule's
         self.players = Players(config, self.history)
         settings = config.bus_settings()
-        bounds = Bounds(settings.result_ttl_ms, config.memory_window_ms, config.memory_slack)
+        bounds = Bounds(
+            settings.result_ttl_ms,
+            config.memory_window_ms,
+            config.memory_slack,
+            int(config.sweep_every_s * 1000),
+        )
         self.observers = Observers(self.keys, bounds)
 
     # -- set-up ----------------------------------------------------------------------------------------

@@ -7,6 +7,13 @@ its end, when an idle bus has long caught up), the server time, the ``completed`
 ``done``, the done rows past their TTL and Redis's ``used_memory``. :func:`bounds` holds each sample to
 what a bus that keeps up can show: rows past their TTL at most the completions of the last
 ``window_ms`` (plus ``slack``), and ``done`` at most the completions of the last TTL and window.
+
+Trimming is amortised with the work (each finish trims a few expired rows) and the sweep trims on every
+call. So when the work slows or stops, the rows finished last expire with no finish left to trim them,
+and wait for the next sweep: a sample over those bounds is a violation only when the samples have been
+over them for longer than a sweep period (trimming that falls behind for good stays over them). And
+whatever the completions did, no more than ``slack`` done rows may be *overdue*: past their TTL by more
+than the window and a sweep period, which the sweep (trimming on every call) would have removed.
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ class Sample:
     done: int  # ZCARD done
     past_ttl: int  # done rows finished more than result_ttl_ms ago (not trimmed yet)
     used_memory: int  # bytes, INFO memory
+    overdue: int = 0  # done rows past their TTL by more than the grace (a window and a sweep period)
 
 
-def sample(client: Client, keys: Keyspace, result_ttl_ms: int) -> Sample:
-    """One reading (a pipeline without MULTI: the figures are a few microseconds apart)."""
+def sample(client: Client, keys: Keyspace, result_ttl_ms: int, grace_ms: int) -> Sample:
+    """One reading (a pipeline without MULTI: the figures are a few microseconds apart); ``grace_ms``
+    past their TTL, done rows are overdue."""
     seconds, micros = client.time()
     now = int(seconds) * 1000 + int(micros) // 1000
     with client.pipeline(transaction=False) as pipe:
@@ -42,24 +51,29 @@ def sample(client: Client, keys: Keyspace, result_ttl_ms: int) -> Sample:
         pipe.zcard(keys.done)
         pipe.zcount(keys.done, "-inf", now - result_ttl_ms)
         pipe.info("memory")
-        completed, done, past, info = pipe.execute()
-    return Sample(now, int(completed or 0), int(done), int(past), int(info["used_memory"]))
+        pipe.zcount(keys.done, "-inf", now - result_ttl_ms - grace_ms)
+        completed, done, past, info, overdue = pipe.execute()
+    used = int(info["used_memory"])
+    return Sample(now, int(completed or 0), int(done), int(past), used, int(overdue))
 
 
 class MemoryWatch:
     """Samples every ``every_s`` until stopped; a sample Redis could not give (a crash, a pause) is
     skipped."""
 
-    def __init__(self, client: Client, keys: Keyspace, result_ttl_ms: int, every_s: float = 0.5) -> None:
+    def __init__(
+        self, client: Client, keys: Keyspace, result_ttl_ms: int, grace_ms: int, every_s: float = 0.5
+    ) -> None:
         self.client = client
         self.keys = keys
         self.result_ttl_ms = result_ttl_ms
+        self.grace_ms = grace_ms
         self.every_s = every_s
         self.samples: list[Sample] = []
 
     def take(self) -> Sample | None:
         try:
-            taken = sample(self.client, self.keys, self.result_ttl_ms)
+            taken = sample(self.client, self.keys, self.result_ttl_ms, self.grace_ms)
         except redis.RedisError:
             return None
         self.samples.append(taken)
@@ -81,27 +95,45 @@ def _completed_since(samples: list[Sample], index: int, ago_ms: int) -> int:
     return samples[index].completed - base
 
 
-def bounds(samples: list[Sample], result_ttl_ms: int, window_ms: int, slack: int) -> list[str]:
-    """Each sample where trimming lagged: the first such sample of each kind, and how many there were."""
+def bounds(samples: list[Sample], result_ttl_ms: int, window_ms: int, slack: int, sweep_ms: int) -> list[str]:
+    """Each sample where trimming lagged for longer than a sweep period (``sweep_ms``, the workers'):
+    the first such sample of each kind, and how many there were."""
     problems = []
     late_rows = late_done = 0
     first_rows = first_done = ""
+    rows_since = done_since = None  # when the current run of lagging samples began (server ms)
     for index, s in enumerate(samples):
         recent = _completed_since(samples, index, window_ms)
-        if s.past_ttl > recent + slack:
-            late_rows += 1
-            first_rows = first_rows or (
-                f"{s.past_ttl} done rows were past their TTL ({result_ttl_ms} ms) at server ms {s.at_ms}, "
-                f"more than the last {window_ms} ms of completions ({recent}) + {slack}: trimming "
-                "falls behind the completions"
-            )
+        if s.past_ttl <= recent + slack:
+            rows_since = None
+        else:
+            rows_since = s.at_ms if rows_since is None else rows_since
+            if s.at_ms - rows_since > sweep_ms:
+                late_rows += 1
+                first_rows = first_rows or (
+                    f"{s.past_ttl} done rows were past their TTL ({result_ttl_ms} ms) at server ms "
+                    f"{s.at_ms}, more than the last {window_ms} ms of completions ({recent}) + {slack} "
+                    f"since {rows_since}, over a sweep period: trimming falls behind the completions"
+                )
         kept = _completed_since(samples, index, result_ttl_ms + window_ms)
-        if s.done > kept + slack:
-            late_done += 1
-            first_done = first_done or (
-                f"the done set held {s.done} ids at server ms {s.at_ms}, more than the completions of "
-                f"the last {result_ttl_ms + window_ms} ms ({kept}) + {slack}"
-            )
+        if s.done <= kept + slack:
+            done_since = None
+        else:
+            done_since = s.at_ms if done_since is None else done_since
+            if s.at_ms - done_since > sweep_ms:
+                late_done += 1
+                first_done = first_done or (
+                    f"the done set held {s.done} ids at server ms {s.at_ms}, more than the completions "
+                    f"of the last {result_ttl_ms + window_ms} ms ({kept}) + {slack} since {done_since}, "
+                    "over a sweep period"
+                )
+    overdue = [s for s in samples if s.overdue > slack]
+    if overdue:
+        problems.append(
+            f"{overdue[0].overdue} done rows were past their TTL by more than {window_ms + sweep_ms} ms "
+            f"(a window and a sweep period) at server ms {overdue[0].at_ms}: no sweep trimmed them "
+            f"({len(overdue)} of {len(samples)} samples)"
+        )
     if late_rows:
         problems.append(f"{first_rows} ({late_rows} of {len(samples)} samples)")
     if late_done:

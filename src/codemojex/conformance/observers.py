@@ -35,6 +35,12 @@ class Bounds:
     result_ttl_ms: int
     window_ms: int
     slack: int
+    sweep_ms: int  # the workers' sweep period
+
+    @property
+    def grace_ms(self) -> int:
+        """How long past its TTL a done row may wait for a sweep to trim it."""
+        return self.window_ms + self.sweep_ms
 
 
 @dataclass
@@ -50,13 +56,13 @@ class Observers:
 
     def sample(self, client: Client) -> Sample | None:
         with contextlib.suppress(redis.RedisError):
-            return memory.sample(client, self.keys, self.bounds.result_ttl_ms)
+            return memory.sample(client, self.keys, self.bounds.result_ttl_ms, self.bounds.grace_ms)
         return None
 
     async def during(self, client: Client, work: Awaitable[T]) -> T:
         """Await ``work`` while memory and the due times are sampled; the run's start and end samples."""
         self.start = await asyncio.to_thread(self.sample, client)
-        watch = MemoryWatch(client, self.keys, self.bounds.result_ttl_ms)
+        watch = MemoryWatch(client, self.keys, self.bounds.result_ttl_ms, self.bounds.grace_ms)
         due = DueWatch(client, self.keys)
         stop = asyncio.Event()
         tasks = [asyncio.create_task(watch.run(stop)), asyncio.create_task(due.run(stop))]
@@ -78,7 +84,7 @@ class Observers:
         now = self.sample(client)  # a recheck sees the state as it is now
         samples = [*self.samples, *([now] if now else [])]
         b = self.bounds
-        violations += memory.bounds(samples, b.result_ttl_ms, b.window_ms, b.slack)
+        violations += memory.bounds(samples, b.result_ttl_ms, b.window_ms, b.slack, b.sweep_ms)
         rerun, spreads = punctuality.after_deaths(kills, starts)
         quiet = self.quiet or Quiet()
         violations += quiet.violations

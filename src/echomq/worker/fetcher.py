@@ -127,6 +127,11 @@ class Fetcher:
             await self._waker.aclose()
             self._waker = None
 
+    @property
+    def claim_unanswered(self) -> bool:
+        """A claim's answer never came: its jobs are active under its request, its record lives a lease."""
+        return self._lost is not None
+
     def want_claim(self) -> None:
         """Claim at the next :meth:`fetch` without blocking first (a slot freed, or an error passed)."""
         self._need_claim = True

@@ -207,6 +207,8 @@ class Worker:
                     self._policy_unchecked = await check_eviction_policy(self.bus)
             except (RedisUnavailable, ScriptError) as exc:  # unreachable, or refusing (OOM, READONLY, BUSY)
                 pause = _BACKOFF_S[min(errors, len(_BACKOFF_S) - 1)]
+                if self.fetcher.claim_unanswered:  # its record (and the jobs' leases) last one lease: ask
+                    pause = min(pause, self.lease_ms / 4000)  # again well within it, however long it fails
                 errors += 1
                 emit(log, logging.WARNING, "worker.redis_error", error=str(exc), retry_in_s=pause)
                 await first_of([self._stopping.wait()], pause)
