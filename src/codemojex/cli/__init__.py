@@ -34,7 +34,7 @@ from codemojex.cli.exits import EXIT_INTERRUPTED, UsageError, explain
 from codemojex.cli.parser import build_parser
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
-from echomq.cli.commands import redis_url as env_redis_url
+from echomq.cli.env import redis_url as env_redis_url
 from echomq.errors import EchoMQError
 from echomq.worker import logs
 

@@ -18,7 +18,8 @@ from codemojex.engine import LENGTH
 from codemojex.errors import InvalidInput
 from codemojex.game import check_amount, check_currency
 from codemojex.keys import JOB, PLAYER, ROUND, check_id
-from echomq.cli.commands import DEFAULT_URL, EXIT_USAGE
+from echomq.cli.env import DEFAULT_URL
+from echomq.cli.exits import EXIT_USAGE
 from echomq.core import DEFAULT_TAG
 from echomq.worker.runner import SWEEP_PERIOD_S
 
