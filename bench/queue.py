@@ -26,7 +26,8 @@ from bench.processes import stop
 from echomq import Bus, NewJob, finish, ids, jobs, lanes
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.testing.server import CommandMonitor, RedisProcess
+from echomq.testing.monitor import CommandMonitor
+from echomq.testing.server import RedisProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -2,8 +2,8 @@
 
 The host admits guesses (:mod:`codemojex.guesses`) and never scores; the score worker
 (:mod:`codemojex.score_worker`) is the one authority. The pure game rules live in
-:mod:`codemojex.engine`, :mod:`codemojex.keyboard` and :mod:`codemojex.ranking`, which import neither
-Redis nor the queue.
+:mod:`codemojex.engine`, :mod:`codemojex.emoji`, :mod:`codemojex.keyboard`, :mod:`codemojex.codes` and
+:mod:`codemojex.ranking`, which import neither Redis nor the queue.
 
 The public names below are imported lazily (on first use), so importing a pure module such as
 ``codemojex.engine`` loads neither Redis nor EchoMQ.

@@ -34,10 +34,10 @@ from enum import StrEnum
 from typing import Any
 
 from codemojex import locks as lock_rules
+from codemojex.codes import parse_guess
 from codemojex.engine import Feedback
 from codemojex.errors import InvalidGuess, ScriptError, UnknownPlayer, UnknownRound
 from codemojex.game import Game, check_int, translate_errors
-from codemojex.keyboard import parse_guess
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from codemojex.payload import decode_payload, encode_payload
 from codemojex.rounds import round_from_row

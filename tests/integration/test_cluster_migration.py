@@ -14,9 +14,9 @@ import redis
 from echomq import Admission, Bus, Claim, Failure, Finish, NewJob, ids
 from echomq.errors import EchoMQError
 from echomq.keyspace import Keyspace
+from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.invariants import job_rows, locations, queue_structure
 from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
-from echomq.testing.server import RedisClusterProcesses
 
 LANES = ("PLRa", "PLRb", "PLRc")
 LONG_MS = 3_600_000

@@ -21,9 +21,9 @@ from echomq import Bus, Failure, Finish, NewJob, ids
 from echomq.core import Settings
 from echomq.errors import EchoMQError
 from echomq.keyspace import Keyspace
+from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.invariants import job_rows, locations, queue_structure
 from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
-from echomq.testing.server import RedisClusterProcesses
 
 LONG_MS = 3_600_000
 SHORT_MS = 200  # the victim's delay or lease: past once the test has slept EXPIRE_S

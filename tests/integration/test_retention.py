@@ -15,7 +15,7 @@ import redis
 from redis.crc import key_slot
 
 from echomq import Admission, Bus, Failure, Finish, NewJob, Settings, Worker, ids
-from echomq.testing.server import RedisClusterProcesses
+from echomq.testing.cluster import RedisClusterProcesses
 from tests.support.probe import Probe
 from tests.support.workers import eventually, running
 

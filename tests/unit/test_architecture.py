@@ -134,7 +134,14 @@ def test_the_host_and_the_score_worker_do_not_import_each_other():
     assert "codemojex.payload" in worker
 
 
-PURE = ("codemojex.engine", "codemojex.keyboard", "codemojex.ranking", "codemojex.errors")
+PURE = (
+    "codemojex.engine",
+    "codemojex.emoji",
+    "codemojex.keyboard",
+    "codemojex.codes",
+    "codemojex.ranking",
+    "codemojex.errors",
+)
 
 
 @pytest.mark.parametrize("module", PURE)

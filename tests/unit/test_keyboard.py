@@ -1,4 +1,5 @@
-"""codemojex.keyboard: keyboards of distinct emoji graphemes, and guesses parsed strictly onto them."""
+"""codemojex.emoji, codemojex.keyboard and codemojex.codes: emoji graphemes, keyboards of distinct ones, and
+guesses parsed strictly onto them."""
 
 from __future__ import annotations
 
@@ -13,21 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemojex import keyboard as kb
+from codemojex.codes import BLANK, MAX_GUESS_CHARS, draw_secret, parse_guess
+from codemojex.emoji import graphemes, is_emoji
 from codemojex.errors import InvalidGuess, InvalidInput, InvalidKeyboard, InvalidOption
-from codemojex.keyboard import (
-    BLANK,
-    DEFAULT_SIZE,
-    EMOJI_POOL,
-    MAX_GUESS_CHARS,
-    MAX_SIZE,
-    MIN_SIZE,
-    Keyboard,
-    draw_secret,
-    graphemes,
-    is_emoji,
-    parse_guess,
-    random_keyboard,
-)
+from codemojex.keyboard import DEFAULT_SIZE, EMOJI_POOL, MAX_SIZE, MIN_SIZE, Keyboard, random_keyboard
 
 ZWJ, VS16 = "\u200d", "\ufe0f"
 THUMBS_MEDIUM = "\U0001f44d\U0001f3fd"  # 👍🏽
@@ -462,8 +452,8 @@ def test_a_keyboard_round_trips_through_its_text(keyboard):
     assert all(is_emoji(key) for key in keyboard)
 
 
-@pytest.mark.parametrize("module", ["engine", "keyboard", "ranking"])
-def test_the_pure_modules_import_only_the_stdlib_regex_and_errors(module):
+@pytest.mark.parametrize("module", ["engine", "emoji", "keyboard", "codes", "ranking"])
+def test_the_pure_modules_import_only_the_stdlib_regex_errors_and_each_other(module):
     """No Redis, no queue, no web: the game rules stay pure."""
     path = pathlib.Path(kb.__file__).with_name(f"{module}.py")
     imported = set()
@@ -472,6 +462,7 @@ def test_the_pure_modules_import_only_the_stdlib_regex_and_errors(module):
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
-    allowed = {"regex", "codemojex.errors"} | set(sys.stdlib_module_names)
+    pure = {"codemojex.errors", "codemojex.emoji", "codemojex.keyboard"}
+    allowed = {"regex", *pure} | set(sys.stdlib_module_names)
     assert {name for name in imported if name.split(".")[0] not in sys.stdlib_module_names} <= allowed
     assert not any(name.split(".")[0] in {"redis", "echomq", "fastapi", "starlette"} for name in imported)

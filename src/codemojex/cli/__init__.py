@@ -12,9 +12,9 @@ input (an ill-formed id, a bad option, a bad keyboard). An error is one line on 
 ``codemojex: error: CODE: message``, with nothing on stdout; a refusal is an outcome, printed on stdout
 (in JSON too) like any other. No error ends in a traceback.
 
-This package: :func:`main` (here) parses with :mod:`~.parser`, runs the command's coroutine from
-:mod:`~.commands` or :mod:`~.play`, prints what :mod:`~.render` made of it, and turns an error into its
-line and exit code with :mod:`~.exits`.
+This package: :func:`main` (here) parses with :mod:`~.parser` (its argument types: :mod:`~.arguments`),
+runs the command's coroutine from :mod:`~.commands` or :mod:`~.play`, prints what :mod:`~.render` made of
+it, and turns an error into its line and exit code with :mod:`~.exits`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from codemojex.cli.exits import EXIT_INTERRUPTED, UsageError, explain
 from codemojex.cli.parser import build_parser
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
-from echomq.cli.commands import redis_url as env_redis_url
+from echomq.cli.env import redis_url as env_redis_url
 from echomq.errors import EchoMQError
 from echomq.worker import logs
 

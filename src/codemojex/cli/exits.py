@@ -8,7 +8,8 @@ from __future__ import annotations
 import redis.exceptions
 
 from codemojex.errors import CodemojexError, InvalidInput, Unavailable
-from echomq.cli.commands import EXIT_FAILURE, EXIT_USAGE, shown_url
+from echomq.cli.env import shown_url
+from echomq.cli.exits import EXIT_FAILURE, EXIT_USAGE
 from echomq.errors import InvalidInput as BusInvalidInput
 from echomq.errors import RedisUnavailable
 

@@ -1,24 +1,23 @@
-"""The ``codemojex`` command line: an argparse parser whose errors are one line (exit code 2), the
-argument types that reject ill-formed input before anything touches Redis, the global options (which
-may also follow a command) and the sub-commands, each bound to its coroutine.
+"""The ``codemojex`` command line: an argparse parser whose errors are one line (exit code 2), the global
+options (which may also follow a command) and the sub-commands, each bound to its coroutine; their
+argument types, which reject ill-formed input before anything touches Redis, are
+:mod:`codemojex.cli.arguments`.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
 from typing import Any, NoReturn
 
 from codemojex.cli import commands, play
+from codemojex.cli.arguments import count, id_type, port, position, price, seconds
 from codemojex.cli.commands import Command
 from codemojex.cli.exits import PROG
 from codemojex.conformance import KINDS
 from codemojex.engine import LENGTH
-from codemojex.errors import InvalidInput
-from codemojex.game import check_amount, check_currency
-from codemojex.keys import JOB, PLAYER, ROUND, check_id
-from echomq.cli.commands import DEFAULT_URL, EXIT_USAGE
+from codemojex.keys import JOB, PLAYER, ROUND
+from echomq.cli.env import DEFAULT_URL
+from echomq.cli.exits import EXIT_USAGE
 from echomq.core import DEFAULT_TAG
 from echomq.worker.runner import SWEEP_PERIOD_S
 
@@ -28,80 +27,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{PROG}: error: {message} (see {self.prog} --help)\n")
-
-
-# ---- argparse types: ill-formed input exits 2 before anything touches Redis ----
-
-
-def _id_type(brand: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        try:
-            return check_id(text, brand)
-        except InvalidInput as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = f"{brand} id"
-    return parse
-
-
-def _position(text: str) -> int:
-    """A 1-based position of the code, 1 to 6."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= LENGTH:
-        raise argparse.ArgumentTypeError(f"a position is a whole number from 1 to {LENGTH}, got {text!r}")
-    return value
-
-
-def _count(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}")
-        return value
-
-    parse.__name__ = "count"
-    return parse
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 to 65535, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
-    return value
-
-
-def _price(text: str) -> tuple[str, int]:
-    """``CURRENCY=AMOUNT``, e.g. ``ticket=1``."""
-    currency, sep, amount = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"a price is CURRENCY=AMOUNT (e.g. ticket=1), got {text!r}")
-    try:
-        value = int(amount)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a price's amount is a whole number, got {amount!r}") from None
-    try:
-        return check_currency(currency), check_amount("a price's amount", value)
-    except InvalidInput as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--price",
         dest="prices",
         action="append",
-        type=_price,
+        type=price,
         default=None,
         metavar="CURRENCY=AMOUNT",
         help="a guess's price; repeat it, in order of preference (default ticket=1 then coin=5)",
@@ -169,11 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     round_open.add_argument("--max-guesses", type=int, default=None, metavar="N", help="per player")
     round_close = leaf(round_group, "close", commands.round_close, "close a round now and reveal its secret")
-    round_close.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
+    round_close.add_argument("round", type=id_type(ROUND), metavar="ROUND")
     round_show = leaf(round_group, "show", commands.round_show, "one round (default: the one open now)")
-    round_show.add_argument("round", nargs="?", type=_id_type(ROUND), default=None, metavar="ROUND")
+    round_show.add_argument("round", nargs="?", type=id_type(ROUND), default=None, metavar="ROUND")
     round_list = leaf(round_group, "list", commands.round_list, "the latest rounds, newest first")
-    round_list.add_argument("--limit", type=_count(1), default=20, metavar="N")
+    round_list.add_argument("--limit", type=count(1), default=20, metavar="N")
 
     player_group = sub.add_parser("player", help="register players").add_subparsers(
         dest="player_command", required=True, metavar="PLAYER_COMMAND"
@@ -182,37 +107,37 @@ def build_parser() -> argparse.ArgumentParser:
     player_new.add_argument("name", metavar="NAME")
 
     guess = leaf(sub, "guess", play.guess_submit, "guess the code of a round")
-    guess.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
-    guess.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
+    guess.add_argument("round", type=id_type(ROUND), metavar="ROUND")
+    guess.add_argument("player", type=id_type(PLAYER), metavar="PLAYER")
     guess.add_argument(
         "emoji", nargs="+", metavar="EMOJI", help="six emoji, together or apart; _ is a blank a lock fills"
     )
-    guess.add_argument("--job", type=_id_type(JOB), default=None, metavar="JOB", help="retry with this id")
+    guess.add_argument("--job", type=id_type(JOB), default=None, metavar="JOB", help="retry with this id")
     guess.add_argument(
-        "--wait", type=_seconds, default=None, metavar="SECONDS", help="wait for the feedback this long"
+        "--wait", type=seconds, default=None, metavar="SECONDS", help="wait for the feedback this long"
     )
 
     listing = leaf(sub, "guesses", play.guess_list, "a player's guesses in a round, with their feedback")
-    listing.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
-    listing.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
-    listing.add_argument("--limit", type=_count(1), default=200, metavar="N", help="the latest N")
+    listing.add_argument("round", type=id_type(ROUND), metavar="ROUND")
+    listing.add_argument("player", type=id_type(PLAYER), metavar="PLAYER")
+    listing.add_argument("--limit", type=count(1), default=200, metavar="N", help="the latest N")
 
     for name, run, help_text in (
         ("lock", play.position_lock, "lock a position a scored guess proved a hit"),
         ("unlock", play.position_unlock, "remove a lock"),
     ):
         command = leaf(sub, name, run, help_text)
-        command.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
-        command.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
-        command.add_argument("position", type=_position, metavar="POSITION", help=f"1 to {LENGTH}")
+        command.add_argument("round", type=id_type(ROUND), metavar="ROUND")
+        command.add_argument("player", type=id_type(PLAYER), metavar="PLAYER")
+        command.add_argument("position", type=position, metavar="POSITION", help=f"1 to {LENGTH}")
 
     board = leaf(sub, "board", commands.board_show, "a round's leaderboard")
-    board.add_argument("round", type=_id_type(ROUND), metavar="ROUND")
-    board.add_argument("--limit", type=_count(1), default=100, metavar="N")
+    board.add_argument("round", type=id_type(ROUND), metavar="ROUND")
+    board.add_argument("--limit", type=count(1), default=100, metavar="N")
 
     purse = leaf(sub, "wallet", commands.wallet_show, "a player's balances and ledger")
-    purse.add_argument("player", type=_id_type(PLAYER), metavar="PLAYER")
-    purse.add_argument("--ledger", type=_count(0), default=10, metavar="N", help="show the last N entries")
+    purse.add_argument("player", type=id_type(PLAYER), metavar="PLAYER")
+    purse.add_argument("--ledger", type=count(0), default=10, metavar="N", help="show the last N entries")
 
     give_back = leaf(
         sub,
@@ -220,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands.refund_run,
         "refund dead guesses once (all of the dead set, or the JOBs named)",
     )
-    give_back.add_argument("jobs", nargs="*", type=_id_type(JOB), metavar="JOB")
+    give_back.add_argument("jobs", nargs="*", type=id_type(JOB), metavar="JOB")
 
     serve = sub.add_parser(
         "serve",
@@ -229,11 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=None)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=_port, default=8000, help="default 8000; 0 picks a free one")
+    serve.add_argument("--port", type=port, default=8000, help="default 8000; 0 picks a free one")
     serve.add_argument(
         "--data-dir", default=".codemojex-data", metavar="DIR", help="the embedded Redis's data and AOF"
     )
-    serve.add_argument("--concurrency", type=_count(1), default=8, help="the score worker's job slots")
+    serve.add_argument("--concurrency", type=count(1), default=8, help="the score worker's job slots")
     serve.add_argument(
         "--no-proof",
         dest="proof",
@@ -253,10 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the fault-injection suite: play under crashes, then check no guess is lost or scored twice",
     )
     conformance.set_defaults(run=None)
-    conformance.add_argument("--guesses", type=_count(1), default=2000)
-    conformance.add_argument("--players", type=_count(1), default=20)
-    conformance.add_argument("--workers", type=_count(1), default=3, help="worker processes")
-    conformance.add_argument("--concurrency", type=_count(1), default=8, help="job slots of each worker")
+    conformance.add_argument("--guesses", type=count(1), default=2000)
+    conformance.add_argument("--players", type=count(1), default=20)
+    conformance.add_argument("--workers", type=count(1), default=3, help="worker processes")
+    conformance.add_argument("--concurrency", type=count(1), default=8, help="job slots of each worker")
     conformance.add_argument("--appendfsync", choices=["always", "everysec"], default="always")
     conformance.add_argument("--seed", type=int, default=1)
     conformance.add_argument(
@@ -264,31 +189,31 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(KINDS),
         help=f"fault kinds, comma-separated (default all: {','.join(KINDS)})",
     )
-    conformance.add_argument("--fault-every", type=_seconds, default=0.4, metavar="SECONDS")
+    conformance.add_argument("--fault-every", type=seconds, default=0.4, metavar="SECONDS")
     conformance.add_argument("--boundary-rate", type=float, default=0.01, metavar="P")
-    conformance.add_argument("--lease-ms", type=_count(100), default=1000)
+    conformance.add_argument("--lease-ms", type=count(100), default=1000)
     conformance.add_argument(
-        "--max-attempts", type=_count(1), default=25, help="of each guess (1: a lost claim is a dead letter)"
+        "--max-attempts", type=count(1), default=25, help="of each guess (1: a lost claim is a dead letter)"
     )
     conformance.add_argument(
         "--socket-timeout",
-        type=_seconds,
+        type=seconds,
         default=1.0,
         metavar="SECONDS",
         help="of every Redis client of the run (a pause lasts 1.5 times it)",
     )
     conformance.add_argument(
-        "--sweep-every", type=_seconds, default=0.3, metavar="SECONDS", help="the workers' sweep period"
+        "--sweep-every", type=seconds, default=0.3, metavar="SECONDS", help="the workers' sweep period"
     )
     conformance.add_argument(
         "--fail-rate", type=float, default=0.02, metavar="P", help="first deliveries whose handler fails"
     )
-    conformance.add_argument("--backoff-base-ms", type=_count(1), default=400, metavar="MS")
+    conformance.add_argument("--backoff-base-ms", type=count(1), default=400, metavar="MS")
     conformance.add_argument(
-        "--result-ttl-ms", type=_count(0), default=None, metavar="MS", help="the bus's (default 1 h)"
+        "--result-ttl-ms", type=count(0), default=None, metavar="MS", help="the bus's (default 1 h)"
     )
     conformance.add_argument(
-        "--dedup-window-ms", type=_count(0), default=None, metavar="MS", help="the bus's (default 24 h)"
+        "--dedup-window-ms", type=count(0), default=None, metavar="MS", help="the bus's (default 24 h)"
     )
     conformance.add_argument(
         "--no-quiet",

@@ -26,7 +26,7 @@ from codemojex.errors import NotProven
 from codemojex.game import Game, translate_errors
 from codemojex.guesses import GuessRecord, Outcome
 from codemojex.keys import guess_of
-from echomq.cli.commands import EXIT_FAILURE
+from echomq.cli.exits import EXIT_FAILURE
 from echomq.errors import UnknownJob
 from echomq.states import JobState
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from codemojex import keyboard as kb
 from codemojex import rounds
+from codemojex.emoji import graphemes, is_emoji
 from codemojex.engine import Feedback, Mark
 from codemojex.game import Prices
 from codemojex.guesses import GuessRecord, Submission
@@ -26,8 +26,8 @@ SQUARES = {Mark.HIT: "🟩", Mark.NEAR: "🟨", Mark.MISS: "⬜"}
 def _width(text: str) -> int:
     """The columns ``text`` takes in a terminal: an emoji takes two, combining marks none."""
     total = 0
-    for cluster in kb.graphemes(text):
-        if kb.is_emoji(cluster):
+    for cluster in graphemes(text):
+        if is_emoji(cluster):
             total += 2
             continue
         for char in cluster:

@@ -15,8 +15,8 @@ import contextlib
 
 from codemojex.conformance.history import History
 from echomq.keyspace import Keyspace
+from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
-from echomq.testing.server import RedisClusterProcesses
 
 MASTERS = 3
 STEP_PAUSE_S = 0.001  # between two MIGRATEs: a breath for the traffic, not a wait (moves stay short)

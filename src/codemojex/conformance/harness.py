@@ -47,8 +47,9 @@ from codemojex.conformance.starts import is_probe
 from codemojex.game import Game
 from codemojex.keys import GameKeys
 from echomq.keyspace import Keyspace
+from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.proxy import Proxy
-from echomq.testing.server import RedisClusterProcesses, RedisProcess
+from echomq.testing.server import RedisProcess
 
 
 @dataclass(frozen=True, slots=True)

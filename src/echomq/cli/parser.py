@@ -1,0 +1,88 @@
+"""The ``echomq`` command line: an argparse parser whose errors are one line (exit code 2), a JOB type that
+rejects an ill-formed id before anything touches Redis, the global options (which may also follow a
+command) and the sub-commands, each bound to its coroutine in :mod:`echomq.cli.commands`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from echomq import ids
+from echomq.cli import commands
+from echomq.cli.exits import EXIT_USAGE
+from echomq.core import DEFAULT_TAG
+from echomq.errors import InvalidInput
+from echomq.keyspace import JOB_BRAND
+from echomq.worker.runner import SWEEP_PERIOD_S
+
+_CLUSTER_HELP = "REDIS_URL names one node of a Redis Cluster"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _job_arg(text: str) -> str:
+    """An argparse type: a well-formed JOB id, else exit 2 with the reason."""
+    try:
+        return ids.check(text, JOB_BRAND)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the whole command line."""
+    parser = _Parser(prog="echomq", description="EchoMQ: a reliable job queue on Redis.")
+    parser.add_argument("--tag", default=DEFAULT_TAG, help=f"bus tag (default {DEFAULT_TAG})")
+    parser.add_argument("--cluster", action="store_true", help=_CLUSTER_HELP)
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper
+    )
+    common = _Parser(add_help=False)
+    common.add_argument("--tag", default=argparse.SUPPRESS, help=f"bus tag (default {DEFAULT_TAG})")
+    common.add_argument("--cluster", action="store_true", default=argparse.SUPPRESS, help=_CLUSTER_HELP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    worker = sub.add_parser("worker", parents=[common], help="run a worker on MODULE:FUNC")
+    worker.add_argument("handler", metavar="MODULE:FUNC")
+    worker.add_argument("--concurrency", type=int, default=10)
+    worker.add_argument("--lease-ms", type=int, default=30_000)
+    worker.add_argument("--sweep-every", type=float, default=SWEEP_PERIOD_S, metavar="SECONDS")
+    worker.add_argument("--grace", type=float, default=10.0, metavar="SECONDS")
+    worker.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="per-job timeout")
+    worker.set_defaults(run=commands.run_worker)
+
+    stats = sub.add_parser("stats", parents=[common], help="counters, depths and lanes")
+    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--lanes", type=int, default=20, help="lanes to detail")
+    stats.set_defaults(run=commands.show_stats)
+
+    inspect = sub.add_parser("inspect", parents=[common], help="one job's row and location")
+    inspect.add_argument("job", type=_job_arg, metavar="JOB")
+    inspect.add_argument("--json", action="store_true")
+    inspect.set_defaults(run=commands.inspect_job)
+
+    dead = sub.add_parser("dead", help="dead-lettered jobs").add_subparsers(dest="dead", required=True)
+    dead_list = dead.add_parser("list", parents=[common], help="the oldest dead jobs")
+    dead_list.add_argument("--json", action="store_true")
+    dead_list.add_argument("--limit", type=int, default=100)
+    dead_list.set_defaults(run=commands.list_dead)
+    dead_retry = dead.add_parser("retry", parents=[common], help="return dead jobs to their lanes")
+    which = dead_retry.add_mutually_exclusive_group(required=True)
+    which.add_argument("job", nargs="?", type=_job_arg, metavar="JOB")
+    which.add_argument("--all", action="store_true")
+    dead_retry.set_defaults(run=commands.retry_dead)
+
+    sweep = sub.add_parser("sweep", parents=[common], help="run one sweep now")
+    sweep.add_argument("--json", action="store_true")
+    sweep.set_defaults(run=commands.sweep_once)
+
+    demo = sub.add_parser("demo", parents=[common], help="a producer and a worker, with live counts")
+    demo.add_argument("--seconds", type=float, default=None, help="stop by itself after this long")
+    demo.add_argument("--lanes", type=int, default=20)
+    demo.add_argument("--rate", type=float, default=200.0, help="jobs per second")
+    demo.set_defaults(run=commands.run_demo)
+    return parser
