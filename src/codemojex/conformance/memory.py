@@ -95,38 +95,52 @@ def _completed_since(samples: list[Sample], index: int, ago_ms: int) -> int:
     return samples[index].completed - base
 
 
+class _Lag:
+    """One bound over the samples: the runs of samples over it, and those that outlast ``allowed_ms``."""
+
+    def __init__(self, allowed_ms: int) -> None:
+        self.allowed_ms = allowed_ms
+        self.since: int | None = None  # when the current run of samples over the bound began (server ms)
+        self.late = 0
+        self.first = ""
+
+    def late_since(self, at_ms: int, *, over: bool) -> int | None:
+        """Whether the sample at ``at_ms`` is late: over the bound for longer than allowed (then when its
+        run began), else None."""
+        if not over:
+            self.since = None
+            return None
+        self.since = at_ms if self.since is None else self.since
+        if at_ms - self.since <= self.allowed_ms:
+            return None
+        self.late += 1
+        return self.since
+
+    def problem(self, samples: int) -> list[str]:
+        return [f"{self.first} ({self.late} of {samples} samples)"] if self.late else []
+
+
 def bounds(samples: list[Sample], result_ttl_ms: int, window_ms: int, slack: int, sweep_ms: int) -> list[str]:
     """Each sample where trimming lagged for longer than a sweep period (``sweep_ms``, the workers'):
     the first such sample of each kind, and how many there were."""
-    problems = []
-    late_rows = late_done = 0
-    first_rows = first_done = ""
-    rows_since = done_since = None  # when the current run of lagging samples began (server ms)
+    rows, done = _Lag(sweep_ms), _Lag(sweep_ms)
     for index, s in enumerate(samples):
         recent = _completed_since(samples, index, window_ms)
-        if s.past_ttl <= recent + slack:
-            rows_since = None
-        else:
-            rows_since = s.at_ms if rows_since is None else rows_since
-            if s.at_ms - rows_since > sweep_ms:
-                late_rows += 1
-                first_rows = first_rows or (
-                    f"{s.past_ttl} done rows were past their TTL ({result_ttl_ms} ms) at server ms "
-                    f"{s.at_ms}, more than the last {window_ms} ms of completions ({recent}) + {slack} "
-                    f"since {rows_since}, over a sweep period: trimming falls behind the completions"
-                )
+        since = rows.late_since(s.at_ms, over=s.past_ttl > recent + slack)
+        if since is not None and not rows.first:
+            rows.first = (
+                f"{s.past_ttl} done rows were past their TTL ({result_ttl_ms} ms) at server ms {s.at_ms}, "
+                f"more than the last {window_ms} ms of completions ({recent}) + {slack} since {since}, "
+                "over a sweep period: trimming falls behind the completions"
+            )
         kept = _completed_since(samples, index, result_ttl_ms + window_ms)
-        if s.done <= kept + slack:
-            done_since = None
-        else:
-            done_since = s.at_ms if done_since is None else done_since
-            if s.at_ms - done_since > sweep_ms:
-                late_done += 1
-                first_done = first_done or (
-                    f"the done set held {s.done} ids at server ms {s.at_ms}, more than the completions "
-                    f"of the last {result_ttl_ms + window_ms} ms ({kept}) + {slack} since {done_since}, "
-                    "over a sweep period"
-                )
+        since = done.late_since(s.at_ms, over=s.done > kept + slack)
+        if since is not None and not done.first:
+            done.first = (
+                f"the done set held {s.done} ids at server ms {s.at_ms}, more than the completions of the "
+                f"last {result_ttl_ms + window_ms} ms ({kept}) + {slack} since {since}, over a sweep period"
+            )
+    problems = []
     overdue = [s for s in samples if s.overdue > slack]
     if overdue:
         problems.append(
@@ -134,11 +148,7 @@ def bounds(samples: list[Sample], result_ttl_ms: int, window_ms: int, slack: int
             f"(a window and a sweep period) at server ms {overdue[0].at_ms}: no sweep trimmed them "
             f"({len(overdue)} of {len(samples)} samples)"
         )
-    if late_rows:
-        problems.append(f"{first_rows} ({late_rows} of {len(samples)} samples)")
-    if late_done:
-        problems.append(f"{first_done} ({late_done} of {len(samples)} samples)")
-    return problems
+    return problems + rows.problem(len(samples)) + done.problem(len(samples))
 
 
 def figures(samples: list[Sample], start: Sample | None, end: Sample | None) -> dict[str, int | None]:
