@@ -1,7 +1,8 @@
 """The app: routers, error handlers, the body limit, the pages, and a lifespan that owns the Game.
 
 The three pages are Jinja2 templates (``templates/``) that extend one ``base.html`` (head, nav, main
-column); their scripts and the style sheet are served as they are from ``static/``.
+column); their scripts and the style sheet are served as they are from ``static/``. Every answer carries
+the browser hardening headers of :mod:`codemojex.web.headers` (a strict CSP: no inline script or style).
 
 ``create_app(HostConfig(redis_url=...))`` is all a deployment needs (``uvicorn`` runs it); the Game's
 client, the events hub and the throughput sampler are created in the lifespan, on the server's event loop.
@@ -27,6 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
+from codemojex.web.headers import SecurityHeaders, add_docs
 from codemojex.web.host import Host, HostConfig, host_of
 from codemojex.web.hub import Hub
 from codemojex.web.limits import BodyLimit
@@ -71,8 +73,11 @@ def create_app(config: HostConfig) -> FastAPI:
         summary="Crack the six-emoji code: a game on EchoMQ, exactly once in effect.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by headers.add_docs, from the package, no CDN
+        redoc_url=None,  # ReDoc has no PyPI package to serve it from: dropped rather than load a CDN
     )
     app.add_middleware(BodyLimit, limit=config.body_limit)
+    app.add_middleware(SecurityHeaders)  # added last, so outermost: its headers are on every answer
     app.add_exception_handler(problems.Problem, problems.on_problem)
     app.add_exception_handler(CodemojexError, problems.on_game_error)
     app.add_exception_handler(EchoMQError, problems.on_foreign_error)
@@ -91,6 +96,7 @@ def create_app(config: HostConfig) -> FastAPI:
     for path, page in PAGES.items():
         app.add_api_route(path, _page(page), include_in_schema=False, methods=["GET"])
     app.mount("/static", _Static(directory=STATIC), name="static")
+    add_docs(app)
     return app
 
 

@@ -694,7 +694,7 @@ function guessRow(g) {
   return el("li", { class: "guess-row", dataset: { testid: "guess-row", job: g.job_id, state: g.state } },
     el("span", { class: "attempt", title: g.job_id }, g.attempt ? `#${g.attempt}` : "…"),
     cells,
-    el("span", { class: "row", style: "flex-direction:column;align-items:flex-end;gap:0.1rem" },
+    el("span", { class: "row guess-status" },
       el("span", { class: "badge", dataset: { testid: "guess-state", state: g.state } }, g.state),
       el("span", { class: "muted small" }, stateText),
       el("span", { class: "muted small" }, formatClock(g.scored_ms || g.submitted_ms))));
