@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from codemojex.web.headers import STRICT_CSP
-from tests.support.web import error_code
+from tests.support.web import ROOT, error_code
 
 HARDENING = {
     "x-content-type-options": "nosniff",
@@ -90,3 +90,7 @@ def test_the_docs_load_only_same_origin_urls_and_each_answers(anon, served):
 
 def test_redoc_is_not_served_since_it_would_need_a_cdn(anon):
     assert anon.get("/redoc").status_code == 404
+
+
+def test_the_api_document_states_the_policy_the_host_sends():
+    assert f"`{STRICT_CSP}`" in (ROOT / "docs" / "http-api.md").read_text()

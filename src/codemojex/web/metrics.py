@@ -6,8 +6,8 @@ queue), so any number of hosts report the same values:
 * ``echomq_jobs_total{event}``: admitted, duplicate, claimed, completed, stale (finishes refused), reclaimed
   (expired leases swept back), dead (dead-lettered), and the rest of :data:`echomq.states.COUNTERS`;
 * ``echomq_jobs{state}``: queue depth per state; ``echomq_lanes_waiting``; ``echomq_fairness_lag_max`` (the
-  highest lag a claim has seen); ``echomq_lane_depth{lane}`` / ``echomq_lane_lag{lane}`` for the first
-  :data:`LANES_SHOWN` lanes of the ring;
+  highest lag a claim has seen); ``echomq_lane_depth_max``, the deepest of the first :data:`LANES_SHOWN`
+  lanes of the ring. A lane is a player id, and the scrape is public: no label names a lane;
 * ``codemojex_submit_to_scored_seconds``: the histogram ``score.lua`` keeps (:mod:`codemojex.latency`),
   each guess observed once; ``codemojex_guesses_scored_total``; ``codemojex_players``.
 """
@@ -54,10 +54,10 @@ async def metrics(request: Request) -> PlainTextResponse:
     lines.append(f"echomq_lanes_waiting {stats.lanes_total}")
     _family(lines, "echomq_fairness_lag_max", "gauge", "The highest fairness lag a claim has observed.")
     lines.append(f"echomq_fairness_lag_max {stats.lag_max}")
-    _family(lines, "echomq_lane_depth", "gauge", f"Queued jobs of the first {LANES_SHOWN} lanes of the ring.")
-    lines += [f'echomq_lane_depth{{lane="{lane.lane}"}} {lane.depth}' for lane in stats.lanes]
-    _family(lines, "echomq_lane_lag", "gauge", "Claims served since the lane was last served.")
-    lines += [f'echomq_lane_lag{{lane="{lane.lane}"}} {lane.lag}' for lane in stats.lanes]
+    _family(
+        lines, "echomq_lane_depth_max", "gauge", f"The deepest of the first {LANES_SHOWN} lanes of the ring."
+    )
+    lines.append(f"echomq_lane_depth_max {max((lane.depth for lane in stats.lanes), default=0)}")
     name = "codemojex_submit_to_scored_seconds"
     _family(lines, name, "histogram", "From admission to the scored record, on the Redis clock.")
     lines += [f'{name}_bucket{{le="{_seconds(bound)}"}} {count}' for bound, count in latency.cumulative]

@@ -210,17 +210,23 @@ async def board(
 
 async def inspect_job(request: Request, job_id: str, owner: str | None) -> JobInfo:
     """The job's row; :class:`UnknownJob` (404) if there is none, or if ``owner`` is given and the job is
-    not on that player's lane (another player's job is not shown to exist)."""
+    not on that player's lane. A player gets the same answer for both, so another player's job is not
+    shown to exist."""
     check_id(job_id, JOB)
-    with translate_errors():
-        info = await host_of(request).game.bus.inspect(job_id)
+    try:
+        with translate_errors():
+            info = await host_of(request).game.bus.inspect(job_id)
+    except UnknownJob:
+        if owner is None:
+            raise
+        raise UnknownJob(f"no job {job_id} of yours") from None
     if owner is not None and info.lane != owner:
         raise UnknownJob(f"no job {job_id} of yours")
     return info
 
 
-async def job_json(request: Request, info: JobInfo) -> dict[str, Any]:
-    """Where the job is, its attempts token and its scored count."""
+async def job_json(request: Request, info: JobInfo, *, operator: bool) -> dict[str, Any]:
+    """Where the job is, its attempts token and its scored count (the claiming worker for the operator)."""
     game = host_of(request).game
     guess_id = guess_of(info.job)
     with translate_errors():
@@ -229,7 +235,7 @@ async def job_json(request: Request, info: JobInfo) -> dict[str, Any]:
             pipe.time()
             count, (seconds, micros) = await pipe.execute()
     now = int(seconds) * 1000 + int(micros) // 1000
-    return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now)
+    return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now, operator=operator)
 
 
 @router.get("/jobs/{job_id}", tags=["guesses"])
@@ -239,4 +245,4 @@ async def job(request: Request, job_id: str) -> dict[str, Any]:
     check_id(job_id, JOB)
     token = bearer(request)
     owner = None if is_operator(request, token) else await player_of(request, token)
-    return await job_json(request, await inspect_job(request, job_id, owner))
+    return await job_json(request, await inspect_job(request, job_id, owner), operator=owner is None)

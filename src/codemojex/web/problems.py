@@ -107,6 +107,9 @@ _HTTP_CODES = {
 
 async def on_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # FastAPI's only 400: a body it could not decode (not UTF-8, not JSON)
+        details = [{"loc": ["body"], "msg": str(exc.detail)}]
+        return respond(422, "malformed_body", "the request body is not UTF-8 JSON", errors=details)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     return respond(exc.status_code, code, str(exc.detail))
 

@@ -16,6 +16,8 @@ is credited the price first (reason ``proof_grant``, in the ledger like any cred
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 from typing import Any
 
@@ -27,8 +29,8 @@ from codemojex.game import translate_errors
 from codemojex.keys import JOB
 from codemojex.payload import decode_payload
 from codemojex.web import views
-from codemojex.web.auth import PlayerId
-from codemojex.web.host import host_of
+from codemojex.web.auth import PlayerId, bearer, is_operator
+from codemojex.web.host import WorkerStatus, host_of
 from codemojex.web.player_api import inspect_job
 from codemojex.web.problems import REFUSAL_STATUS, Problem
 from echomq import Claim, ids
@@ -46,13 +48,27 @@ def _require_proof(request: Request) -> None:
         raise Problem(403, "forbidden", "the proof is off on this host (codemojex serve --proof turns it on)")
 
 
+# The key of the worker's opaque instance tag: random per host process, so the tag tells nothing of the pid.
+_INSTANCE_KEY = secrets.token_bytes(16)
+
+
+def instance_of(worker: WorkerStatus) -> str:
+    """An opaque tag of the worker process (its pid and restart count, keyed): it changes on a restart."""
+    seen = f"{worker.pid}:{worker.restarts}".encode()
+    return hmac.new(_INSTANCE_KEY, seen, hashlib.sha256).hexdigest()[:12]
+
+
 @router.get("")
 async def status(request: Request) -> dict[str, Any]:
+    """The proof switch and the score worker: ``alive`` and an opaque ``instance`` tag that changes when
+    the worker is restarted; its ``pid`` and ``restarts`` only for the operator token."""
     config = host_of(request).config
     worker = config.worker_status() if config.worker_status else None
-    shown = (
-        None if worker is None else {"pid": worker.pid, "restarts": worker.restarts, "alive": worker.alive}
-    )
+    shown: dict[str, Any] | None = None
+    if worker is not None:
+        shown = {"instance": instance_of(worker), "alive": worker.alive}
+        if is_operator(request, bearer(request)):
+            shown |= {"pid": worker.pid, "restarts": worker.restarts}
     return {"enabled": config.proof, "tag": config.tag, "worker": shown}
 
 

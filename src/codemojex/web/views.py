@@ -95,7 +95,10 @@ def wallet_view(wallet: Wallet) -> dict[str, Any]:
     }
 
 
-def job_view(info: JobInfo, *, guess_id: str, scored_count: int, now_ms: int) -> dict[str, Any]:
+def job_view(
+    info: JobInfo, *, guess_id: str, scored_count: int, now_ms: int, operator: bool = False
+) -> dict[str, Any]:
+    """A job's row; ``owner`` (the claiming worker's ``hostname:pid``) only for the operator, else null."""
     return {
         "job_id": info.job,
         "state": info.state.value,
@@ -106,7 +109,7 @@ def job_view(info: JobInfo, *, guess_id: str, scored_count: int, now_ms: int) ->
         "max_attempts": info.max_attempts,
         "deadline_ms": info.deadline_ms if info.state.value == "active" else None,
         "finished_ms": info.finished_ms,
-        "owner": info.owner,
+        "owner": info.owner if operator else None,
         "error": info.error,
         "trimmed": info.trimmed,
         "guess_id": guess_id,

@@ -1,7 +1,7 @@
 // Codemojex · Proof page: the seed's interactive, against the real queue and the real worker process.
 //
-// Uses the Play page's session (or joins as "proof-xxxx"), watches the score worker (pid, restarts) every
-// second, and one picked guess job (GET /api/jobs/{id}: every 300 ms while it moves, else every 2 s).
+// Uses the Play page's session (or joins as "proof-xxxx"), watches the score worker (an opaque instance tag
+// that changes on a restart: the host shows players no pid) every second, and one picked guess job (GET /api/jobs/{id}: every 300 ms while it moves, else every 2 s).
 // Three actions try to break exactly-once: resubmit the same job (a duplicate, nothing charged), crash the
 // worker after the effect and before the acknowledgement (the lease expires, the sweep returns the job, the
 // re-claim under token 2 is a no-op), and a stale finisher (refused). The scored count must stay 1.
@@ -23,7 +23,7 @@ const ui = {
   playerName: byTestId("player-name"),
   rejoin: byTestId("proof-rejoin"),
   roundId: byTestId("round-id"),
-  workerPid: byTestId("worker-pid"),
+  workerInstance: byTestId("worker-instance"),
   workerRestarts: byTestId("worker-restarts"),
   workerAlive: byTestId("worker-alive"),
   newJob: byTestId("proof-new"),
@@ -39,7 +39,6 @@ const ui = {
   jobToken: byTestId("job-token"),
   jobDeadline: byTestId("job-deadline"),
   jobTries: byTestId("job-tries"),
-  jobOwner: byTestId("job-owner"),
   steps: byTestId("proof-steps"),
   stepsNote: document.getElementById("steps-note"),
   log: byTestId("proof-log"),
@@ -55,7 +54,8 @@ const state = {
   job: null,
   busy: false,
   movingUntil: 0,
-  crash: null, // {job, pid, restarts, done: Set of steps}
+  restartsSeen: 0, // worker restarts this page has watched
+  crash: null, // {job, instance, done: Set of steps}
   joining: null,
 };
 
@@ -151,18 +151,20 @@ async function refreshProof() {
 function observeWorker(worker) {
   const before = state.worker;
   state.worker = worker;
-  setText(ui.workerPid, worker ? worker.pid ?? "–" : "–");
-  setText(ui.workerRestarts, worker ? worker.restarts ?? 0 : "–");
+  const restarted = Boolean(before && worker && before.instance !== worker.instance);
+  if (restarted) state.restartsSeen += 1;
+  setText(ui.workerInstance, worker ? worker.instance ?? "–" : "–");
+  setText(ui.workerRestarts, worker ? String(state.restartsSeen) : "–");
   const alive = worker ? (worker.alive ? "alive" : "down") : "none";
   setText(ui.workerAlive, worker ? alive : "no worker");
   ui.workerAlive.dataset.state = worker ? (worker.alive ? "done" : "dead") : "none";
   if (!before || !worker) return;
-  if (before.pid !== worker.pid || before.restarts !== worker.restarts) {
+  if (restarted) {
     const why = state.crash && !state.crash.done.has("killed") ? ": the worker died by SIGKILL before acknowledging" : "";
-    log(`score worker pid ${before.pid} → ${worker.pid}, restarts ${before.restarts} → ${worker.restarts}${why}`, "worker");
+    log(`score worker restarted: instance ${before.instance} → ${worker.instance}${why}`, "worker");
     if (state.crash) markStep("killed");
   } else if (before.alive && !worker.alive) {
-    log(`score worker pid ${worker.pid} is down`, "worker");
+    log(`score worker ${worker.instance} is down`, "worker");
   }
 }
 
@@ -294,7 +296,6 @@ function renderJob() {
   setText(ui.jobLocation, job ? job.location || "–" : "–");
   setText(ui.jobToken, job ? job.attempts ?? "–" : "–");
   setText(ui.jobTries, job ? `${job.tries ?? "–"}${job.max_attempts ? ` of ${job.max_attempts}` : ""}` : "–");
-  setText(ui.jobOwner, job ? job.owner || "–" : "–");
   setText(ui.scored, job ? String(job.scored_count ?? 0) : "–");
   ui.countBox.dataset.bad = job && job.scored_count > 1 ? "1" : "0";
   renderDeadline();
@@ -449,7 +450,7 @@ function onCrash() {
     const worker = state.worker || {};
     const result = await call("POST", "/api/proof/jobs", { body: { crash: true } });
     report(`${result.status}: ${result.job_id} is marked: its worker will write the effect, then die by SIGKILL before acknowledging`, "warn");
-    state.crash = { job: result.job_id, pid: worker.pid, restarts: worker.restarts, done: new Set() };
+    state.crash = { job: result.job_id, instance: worker.instance, done: new Set() };
     pick(result.job_id, "marked for the crash");
     markStep("submitted");
     setText(ui.stepsNote, "Watching… the lease has to expire before the sweep can return the job.");
