@@ -88,7 +88,7 @@ def test_the_docs_load_only_same_origin_urls_and_each_answers(anon, served):
         assert reply.headers[name] == value
 
 
-def test_redoc_is_not_served_since_it_would_need_a_cdn(anon):
+def test_redoc_is_not_served_since_it_needs_inline_styles(anon):
     assert anon.get("/redoc").status_code == 404
 
 

@@ -74,7 +74,7 @@ def create_app(config: HostConfig) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
         docs_url=None,  # served by headers.add_docs, from the package, no CDN
-        redoc_url=None,  # ReDoc has no PyPI package to serve it from: dropped rather than load a CDN
+        redoc_url=None,  # ReDoc styles itself with inline <style> elements: not under the strict CSP
     )
     app.add_middleware(BodyLimit, limit=config.body_limit)
     app.add_middleware(SecurityHeaders)  # added last, so outermost: its headers are on every answer

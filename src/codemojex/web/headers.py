@@ -7,9 +7,10 @@
   ``<script>``, no ``style="..."`` attribute), no plugins, no ``<base>``, and ``frame-ancestors 'none'``;
 * ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer``.
 
-``/docs`` is Swagger UI from the installed ``swagger-ui-bundle`` package (its JS and CSS under
-``/docs/assets``), started by the one inline script of FastAPI's ``get_swagger_ui_html``: that page, and
-only it, has a CSP that also allows that one script by its SHA-256 hash (:func:`docs_policy`).
+``/docs`` is Swagger UI 5 from the files of the installed ``fastapi-offline`` package (its JS and CSS
+under ``/docs/assets``; ``swagger-ui-bundle`` ships Swagger UI 4, which cannot render OpenAPI 3.1),
+started by the one inline script of FastAPI's ``get_swagger_ui_html``: that page, and only it, has a CSP
+that also allows that one script by its SHA-256 hash (:func:`docs_policy`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 DOCS = "/docs"
 DOCS_ASSETS = "/docs/assets"
-# The directory of Swagger UI's files in the swagger-ui-bundle package (vendor/swagger-ui-<version>).
-SWAGGER_UI = next(Path(str(resources.files("swagger_ui_bundle") / "vendor")).glob("swagger-ui-*"))
+# Swagger UI's files (and ReDoc's, unused: it styles itself with inline <style>) in fastapi-offline.
+SWAGGER_UI = Path(str(resources.files("fastapi_offline") / "static"))
 
 _POLICY = {
     "default-src": "'self'",
@@ -112,7 +113,7 @@ def add_docs(app: FastAPI) -> None:
             title=f"{app.title} · API",
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
         )
         html = bytes(page.body).decode()
         headers = {"Content-Security-Policy": docs_policy(html), "Cache-Control": "no-cache"}
