@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
-from codemojex.web.headers import STRICT_CSP
-from tests.support.web import ROOT, error_code
+from codemojex.web.headers import STRICT_CSP, SecurityHeaders
+from tests.support.web import ROOT, error_code, run
 
 HARDENING = {
     "x-content-type-options": "nosniff",
@@ -94,3 +95,17 @@ def test_redoc_is_not_served_since_it_needs_inline_styles(anon):
 
 def test_the_api_document_states_the_policy_the_host_sends():
     assert f"`{STRICT_CSP}`" in (ROOT / "docs" / "http-api.md").read_text()
+
+
+def test_an_unexpected_500_is_hardened_too():
+    async def broken(scope, receive, send):
+        raise RuntimeError("a bug")
+
+    async def get():
+        transport = httpx.ASGITransport(app=SecurityHeaders(broken), raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://host") as client:
+            return await client.get("/")
+
+    reply = run(get())
+    assert reply.status_code == 500
+    assert_hardened(reply)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -61,7 +61,10 @@ HEADERS: tuple[tuple[bytes, bytes], ...] = (
 
 
 class SecurityHeaders:
-    """Adds :data:`HEADERS` and a CSP (:data:`STRICT_CSP` unless the route set its own) to every answer."""
+    """Adds :data:`HEADERS` and a CSP (:data:`STRICT_CSP` unless the route set its own) to every answer.
+
+    An exception no handler answered gets its 500 here, with the headers (Starlette's own 500 is sent
+    outside every middleware), and goes on up to be logged."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -71,8 +74,12 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        started = False
+
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = [
                     (name, value) for name, value in message.get("headers", []) if name.lower() not in _SET
                 ]
@@ -83,7 +90,12 @@ class SecurityHeaders:
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            if not started:
+                await PlainTextResponse("Internal Server Error", 500)(scope, receive, send_with_headers)
+            raise
 
 
 _SET = {name for name, _ in HEADERS}
