@@ -143,6 +143,13 @@ def test_a_lone_surrogate_in_a_guess_is_400_control_and_charges_nothing(
     assert (reply.status_code, error_code(reply)) == (400, "invalid_guess")
     assert reply.json()["error"]["problem"] == "control"
     assert snapshot(sync_redis, tag) == before
+    keyed = ada.post(
+        f"/api/rounds/{fruit_round['round_id']}/guesses",
+        content=b'{"guess": "\\ud800\\ud83c\\udf4c"}',
+        headers={"Content-Type": "application/json", "Idempotency-Key": "k1"},
+    )
+    assert (keyed.status_code, error_code(keyed)) == (400, "invalid_guess")
+    assert snapshot(sync_redis, tag) == before
 
 
 def test_no_token_or_a_bad_token_is_401(served, fruit_round):
