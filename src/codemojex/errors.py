@@ -15,6 +15,7 @@ Every exception Codemojex raises derives from :class:`CodemojexError`, and each 
     │   ├── UnknownRound                    unknown_round
     │   ├── UnknownPlayer                   unknown_player
     │   └── UnknownJob                      unknown_job       no guess job with that JOB id
+    ├── NameTaken                           name_taken        another player holds a name that looks the same
     ├── RoundClosed                         round_closed      the round does not take this call any more
     ├── NotProven                           not_proven        a lock on a position no scored guess proved
     ├── Unavailable (also ConnectionError)  unavailable       Redis could not be reached; effect unknown
@@ -59,7 +60,7 @@ class InvalidKeyboard(InvalidInput):
 
 
 class InvalidName(InvalidInput):
-    """A display name is empty, too long, or holds control characters."""
+    """A display name is empty or invisible, too long, holds control characters or stacks marks."""
 
     code = "invalid_name"
 
@@ -98,6 +99,12 @@ class UnknownPlayer(NotFound):
 
 class UnknownJob(NotFound):
     code = "unknown_job"
+
+
+class NameTaken(CodemojexError):
+    """Another player's name looks the same as this one (see :func:`codemojex.names.skeleton`)."""
+
+    code = "name_taken"
 
 
 class RoundClosed(CodemojexError):

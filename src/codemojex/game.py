@@ -31,7 +31,7 @@ from echomq.scripts import AsyncScripts, Library
 
 # Each game script and the number of KEYS it declares (a unit test checks the headers).
 KEY_COUNTS: dict[str, int] = {
-    "register": 5,
+    "register": 6,
     "open_round": 3,
     "close_round": 1,
     "credit": 4,

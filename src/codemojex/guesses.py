@@ -102,7 +102,8 @@ def request_digest(round_id: str, player_id: str, guess: object) -> str:
     body = {"v": 1, "round": round_id, "player": player_id, "guess": typed}
     # default=repr: a guess that is not text (refused as not_text) still has a digest, matching nothing.
     canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=repr)
-    return hashlib.sha1(canonical.encode(), usedforsecurity=False).hexdigest()
+    # surrogatepass: a guess holding a lone surrogate (refused as control) still has a digest.
+    return hashlib.sha1(canonical.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
 
 
 def submit_call(

@@ -31,6 +31,7 @@ key                         type    holds
 ``locks:<RND>:<PLR>``       hash    position -> key the player locked (a proven hit)
 ``events:<RND>``            stream  scored guesses and board changes, capped, for live pages
 ``tokens``                  hash    SHA-256 of a player's API token (hex) -> player id
+``names``                   hash    a display name's skeleton (codemojex.names) -> the player holding it
 ``latency``                 hash    submit->scored latency histogram: bucket -> count, count, sum_ms
 ``idempotency:<PLR>:<H>``   hash    an Idempotency-Key (H: its SHA-256) -> the JOB it named, digest
 ``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof page's crash)
@@ -157,6 +158,10 @@ class GameKeys:
     @property
     def tokens(self) -> str:
         return f"{self.prefix}tokens"
+
+    @property
+    def names(self) -> str:
+        return f"{self.prefix}names"
 
     @property
     def latency(self) -> str:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import unicodedata
 from dataclasses import dataclass
 
-from codemojex.errors import InvalidName, InvalidOption, ScriptError, UnknownPlayer
+from codemojex.errors import InvalidOption, NameTaken, ScriptError, UnknownPlayer
 from codemojex.game import Game, encode_prices, translate_errors
 from codemojex.keys import PLAYER, check_digest
+from codemojex.names import check_name, skeleton
 from echomq import ids
-
-MAX_NAME = 32  # grapheme-agnostic: code points after NFC
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,23 +23,6 @@ class Player:
     id: str
     name: str
     created_ms: int
-
-
-def check_name(name: object) -> str:
-    """A display name: NFC, stripped, 1-32 code points, no control, format or line characters
-    (zero-width joiners inside emoji are allowed)."""
-    if not isinstance(name, str):
-        raise InvalidName(f"a name is text, got {type(name).__name__}")
-    text = unicodedata.normalize("NFC", name).strip()
-    if not text:
-        raise InvalidName("a name is not empty")
-    if len(text) > MAX_NAME:
-        raise InvalidName(f"a name has at most {MAX_NAME} characters, got {len(text)}")
-    for char in text:
-        category = unicodedata.category(char)
-        if category in {"Cc", "Zl", "Zp"} or (category == "Cf" and char != "\u200d"):
-            raise InvalidName(f"a name holds no control characters, got {char!r}")
-    return text
 
 
 TOKEN_BYTES = 32
@@ -60,7 +41,9 @@ def token_digest(token: str) -> str:
 
 async def register(game: Game, name: str, *, token: str | None = None) -> Player:
     """A new player with the starting grant (every credit in their ledger); with ``token`` (from
-    :func:`new_token`), that token names them from now on.
+    :func:`new_token`), that token names them from now on. The name is checked and normalised by
+    :func:`codemojex.names.check_name` (:class:`InvalidName`); a name that looks like another player's
+    (the same :func:`codemojex.names.skeleton`) is :class:`NameTaken`, in the same atomic step.
 
     A lost reply: the player may or may not exist, and a new call registers another one. redis-py's own
     retry of the command after a timeout reuses the same id and arguments, so it grants once and
@@ -71,11 +54,20 @@ async def register(game: Game, name: str, *, token: str | None = None) -> Player
     keys = game.keys
     reply = await game.run(
         "register",
-        [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id), keys.players, keys.tokens],
-        [player_id, display, encode_prices(game.settings.grant), digest],
+        [
+            keys.player(player_id),
+            keys.wallet(player_id),
+            keys.ledger(player_id),
+            keys.players,
+            keys.tokens,
+            keys.names,
+        ],
+        [player_id, display, encode_prices(game.settings.grant), digest, skeleton(display)],
     )
     if int(reply[0]) == -1:
         raise InvalidOption("that token names another player already: mint a new one")
+    if int(reply[0]) == -2:
+        raise NameTaken(f"another player is called {display!r} or a name that looks the same: pick another")
     if int(reply[0]) != 1:
         raise ScriptError(f"register.lua answered {reply!r} for a fresh id")
     return Player(player_id, display, int(reply[1]))

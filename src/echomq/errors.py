@@ -8,13 +8,16 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   ├── InvalidLane                       ill-formed lane name
     │   ├── InvalidTag                        ill-formed bus tag
     │   ├── InvalidToken                      attempts token that is not a positive int
-    │   ├── InvalidPayload                    payload that is not bytes
+    │   ├── InvalidPayload                    payload that is not bytes; error text UTF-8 cannot encode
     │   │   └── PayloadTooLarge               payload over the bus's size limit
-    │   └── InvalidOption                     an out-of-range option (lease, count, delay, ...)
+    │   └── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
     ├── ScriptError                           a Lua script answered something outside its contract
     ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
     └── Permanent                             raised by a worker handler: dead-letter the job now, no retry
+
+A str that UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"``) is refused the same way, with
+the error of its argument, before anything is sent.
 
 Expected outcomes are *not* errors: a duplicate admission, a conflict, a stale finish and a revoked
 lease are values of the enums in :mod:`echomq.states` that callers match on.
@@ -55,7 +58,7 @@ class InvalidToken(InvalidInput):
 
 
 class InvalidPayload(InvalidInput):
-    """A payload or result is not ``bytes``."""
+    """A payload or result is not ``bytes``, or a failure's error text is not text UTF-8 can encode."""
 
 
 class PayloadTooLarge(InvalidPayload):

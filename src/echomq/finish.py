@@ -38,7 +38,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from echomq._validate import check_int
+from echomq._validate import check_int, check_utf8
 from echomq.core import BusCore, finish_args
 from echomq.errors import InvalidOption, InvalidPayload, translate_redis_errors
 from echomq.jobs import MAX_DELAY_MS, MAX_LEASE_MS, Claim, check_bytes, check_claim, reply_code
@@ -104,6 +104,7 @@ async def fail(
     check_claim(claim)
     if not isinstance(error, str):
         raise InvalidPayload(f"error is a str, got {type(error).__name__}")
+    check_utf8("error", error, InvalidPayload)
     if not isinstance(retryable, bool):  # int("no") would escape the error tree; 0 would dead-letter
         raise InvalidOption(f"retryable is a bool, got {retryable!r}")
     delay = backoff_ms(bus, claim.tries or claim.token) if delay_ms is None else delay_ms

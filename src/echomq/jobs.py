@@ -35,7 +35,7 @@ from echomq.errors import (
     UnknownJob,
     translate_redis_errors,
 )
-from echomq.keyspace import JOB_BRAND, check_lane
+from echomq.keyspace import JOB_BRAND, check_lane, check_request
 from echomq.states import Admission, JobState
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ def check_claim(claim: object) -> Claim:
     ids.check(claim.job, JOB_BRAND)
     check_lane(claim.lane)
     check_token(claim.token)
+    check_request(claim.request)
     return claim
 
 

@@ -37,7 +37,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from echomq._validate import check_int
+from echomq._validate import check_int, check_utf8
 from echomq.errors import InvalidOption, translate_redis_errors
 from echomq.jobs import MAX_LEASE_MS, Claim, claims_from_reply
 from echomq.keyspace import check_request
@@ -61,6 +61,7 @@ class Claimed:
 def _check_owner(owner: object) -> None:
     if not isinstance(owner, str) or len(owner) > _OWNER_LIMIT:
         raise InvalidOption(f"owner is a str of at most {_OWNER_LIMIT} characters")
+    check_utf8("owner", owner)
 
 
 def new_request() -> str:

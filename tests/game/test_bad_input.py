@@ -19,6 +19,7 @@ from codemojex.errors import (
     InvalidInput,
     InvalidName,
     InvalidOption,
+    NameTaken,
     UnknownPlayer,
     UnknownRound,
 )
@@ -159,22 +160,97 @@ async def test_the_same_job_id_with_another_guess_is_an_idempotency_conflict(wor
 
 
 @pytest.mark.parametrize(
-    "name", ["", "   ", "x" * 33, "tab\there", "new\nline", "nul\x00", "bidi\u202eevil", b"bytes", None, 5]
+    "name",
+    [
+        "",
+        "   ",
+        "x" * 33,
+        "tab\there",
+        "new\nline",
+        "nul\x00",
+        "bidi\u202eevil",
+        b"bytes",
+        None,
+        5,
+        "\ud800",  # a lone surrogate: no UTF-8 stands for it
+        "Ada\udcff",
+        "\u3164",  # HANGUL FILLER
+        "\u3164\u3164 ",
+        "\u2800",  # BRAILLE PATTERN BLANK
+        "\u115f\u1160",  # the Hangul choseong and jungseong fillers
+        "\uffa0",  # HALFWIDTH HANGUL FILLER
+        "Ada\u3164",  # a filler inside a name hides nothing good either
+        "\u200b\u200b",  # ZERO WIDTH SPACE
+        "\u200d",  # a joiner alone
+        "\ufe0f\ufe0e",  # variation selectors alone
+        "\u0301\u0302",  # combining marks alone
+        "\u3000",  # IDEOGRAPHIC SPACE (a space after NFKC)
+        "Z\u0335\u0321\u0322alg\u0337o",  # three marks stacked on one letter: zalgo
+        "e\u0301\u0301\u0301",
+        "\U000f0000",  # private use
+        "\U000e0001",  # LANGUAGE TAG (format)
+    ],
 )
 async def test_bad_display_names_are_refused(game, game_probe, name):
-    """A name is 1-32 printable characters: anything else is InvalidName and registers nobody."""
+    """A name is 1-32 characters that show something after NFKC, with no control, format (ZWJ
+    excepted), filler, private-use or surrogate character and at most two marks on one character:
+    anything else is InvalidName and registers nobody."""
     with pytest.raises(InvalidName):
         await players.register(game, name)
     assert game_probe.snapshot() == {}
 
 
+async def test_names_that_look_alike_are_one_name(game, game_probe):
+    """A name whose skeleton (NFKC, case folded, look-alike letters and 0/1 mapped) another player
+    holds is NameTaken, and registers nobody; a name that only shares letters is fine."""
+    bob = await players.register(game, "Bob")
+    before = game_probe.snapshot()
+    for look_alike in [
+        "Bob",
+        "BOB",
+        "bob",
+        " Bob ",
+        "B\u043eb",
+        "\u0392\u039f\u0392",  # Greek capitals
+        "B0b",
+        "\uff22ob",
+        "Bob\ufe0f",
+    ]:
+        with pytest.raises(NameTaken) as caught:
+            await players.register(game, look_alike)
+        assert caught.value.code == "name_taken"
+        assert game_probe.snapshot() == before
+    assert (await players.get_player(game, bob.id)).name == "Bob"
+    assert (await players.register(game, "Bobby")).name == "Bobby"
+    assert (await players.register(game, "Ada Lovelace")).name == "Ada Lovelace"
+    with pytest.raises(NameTaken):
+        await players.register(game, "ADA  L0VELACE")
+    with pytest.raises(NameTaken):
+        await players.register(game, "\u0391da Lovelace")  # a Greek capital alpha
+    assert (await players.register(game, "Eve", token=players.new_token())).name == "Eve"
+    with pytest.raises(NameTaken):  # a refused name binds no token either
+        await players.register(game, "EVE", token=players.new_token())
+
+
+async def test_a_lone_surrogate_in_a_guess_is_a_control_refusal(world):
+    """A guess holding a lone surrogate is refused as a control character, charging nothing."""
+    game, the_round, player, game_probe = world
+    before = game_probe.snapshot()
+    refused = await guesses.submit(game, the_round.id, player.id, "\U0001f34e\ud800\U0001f34c")
+    assert (refused.refusal, refused.problem) == (Refusal.BAD_GUESS, "control")
+    assert game_probe.snapshot() == before
+
+
 async def test_good_display_names_are_kept_normalized(game):
-    """Emoji with ZWJ and accents are fine; surrounding spaces are stripped; NFC is applied."""
+    """Emoji with ZWJ and accents are fine; surrounding spaces are stripped; NFKC is applied."""
     ada = await players.register(game, "  Ada 👩‍💻 ")
     assert ada.name == "Ada 👩‍💻"
     jose = await players.register(game, "Jose\u0301")
     assert jose.name == "José"
     assert (await players.get_player(game, jose.id)).name == "José"
+    assert (await players.register(game, "\uff2b\uff49\uff4d")).name == "Kim"  # full-width letters
+    assert (await players.register(game, "Vi\u1ec7t")).name == "Vi\u1ec7t"  # two marks on one letter
+    assert (await players.register(game, "\u2764\ufe0f")).name == "\u2764\ufe0f"  # an emoji's selector
 
 
 async def test_bad_limits_are_invalid_option(world):

@@ -15,6 +15,7 @@ from codemojex import players, rounds, wallet
 from codemojex.errors import InvalidOption, RoundClosed, Unavailable
 from codemojex.game import Game, encode_prices
 from codemojex.keys import PLAYER, ROUND
+from codemojex.names import skeleton
 from echomq import Bus, ids
 from tests.support.game import KEYBOARD, SECRET
 
@@ -58,29 +59,50 @@ async def test_a_close_retried_with_its_operation_id_answers_its_own_close(game)
         await rounds.close_round(game, the_round.id)
 
 
-async def test_a_registration_run_twice_grants_once_and_answers_registered(game):
-    """register.lua run twice with the same id and arguments: one player, one grant, both answers 1
-    with the same time; the same id with another name answers 0."""
-    player_id = ids.mint(PLAYER)
+def _register_keys(game, player_id):
     keys = game.keys
-    call_keys = [
+    return [
         keys.player(player_id),
         keys.wallet(player_id),
         keys.ledger(player_id),
         keys.players,
         keys.tokens,
+        keys.names,
     ]
+
+
+async def test_a_registration_run_twice_grants_once_and_answers_registered(game):
+    """register.lua run twice with the same id and arguments: one player, one grant, both answers 1
+    with the same time; the same id with another name answers 0."""
+    player_id = ids.mint(PLAYER)
+    call_keys = _register_keys(game, player_id)
     digest = players.token_digest(players.new_token())
-    args = [player_id, "Ada", encode_prices(game.settings.grant), digest]
+    args = [player_id, "Ada", encode_prices(game.settings.grant), digest, skeleton("Ada")]
     first = await game.run("register", call_keys, args)
     again = await game.run("register", call_keys, args)
     assert (int(first[0]), int(again[0])) == (1, 1)
     assert int(first[1]) == int(again[1])
-    other = await game.run("register", call_keys, [player_id, "Eve", *args[2:]])
+    other = await game.run("register", call_keys, [player_id, "Eve", *args[2:4], skeleton("Eve")])
     assert int(other[0]) == 0
     held = await wallet.read_wallet(game, player_id)
     assert held.balances == {"coin": 50, "ticket": 3}
     assert len(held.ledger) == 2
+
+
+async def test_a_retried_registration_keeps_its_name_and_another_id_is_refused_it(game, game_probe):
+    """The retry of a registration finds the name held by its own id and answers registered; a new
+    registration (another id) of a look-alike name answers -2 and changes nothing."""
+    player_id = ids.mint(PLAYER)
+    args = [player_id, "Bob", encode_prices(game.settings.grant), "", skeleton("Bob")]
+    first = await game.run("register", _register_keys(game, player_id), args)
+    again = await game.run("register", _register_keys(game, player_id), args)
+    assert (int(first[0]), int(again[0])) == (1, 1)
+    assert await game.redis.hget(game.keys.names, "bob") == player_id.encode()
+    before = game_probe.snapshot()
+    other = ids.mint(PLAYER)
+    look_alike = [other, "B0B", args[2], "", skeleton("B0B")]
+    assert int((await game.run("register", _register_keys(game, other), look_alike))[0]) == -2
+    assert game_probe.snapshot() == before
 
 
 async def test_an_open_run_twice_makes_one_round_and_answers_opened(game):

@@ -257,7 +257,66 @@ OPTION_CASES: list[tuple[str, Call, type[EchoMQError]]] = [
     ), PayloadTooLarge),
 ]  # fmt: skip
 
-CASES = _id_cases() + _lane_cases() + UNKNOWN_CASES + PAYLOAD_CASES + _token_cases() + OPTION_CASES
+LONE_SURROGATE = "w\ud800"  # a str Python holds that no UTF-8 byte string stands for
+
+TEXT_CASES: list[tuple[str, Call, type[EchoMQError]]] = [
+    ("claim owner lone surrogate", lambda w: w.bus.claim(owner=LONE_SURROGATE), InvalidOption),
+    ("claim_batch owner lone surrogate", lambda w: w.bus.claim_batch(owner=LONE_SURROGATE), InvalidOption),
+    ("claim request lone surrogate", lambda w: w.bus.claim(request=LONE_SURROGATE), InvalidOption),
+    ("fail error lone surrogate", lambda w: w.bus.fail(w.active, LONE_SURROGATE), InvalidPayload),
+    (
+        "fail error lone surrogate, dead",
+        lambda w: w.bus.fail(w.active, "boom " + LONE_SURROGATE, retryable=False),
+        InvalidPayload,
+    ),
+    ("enqueue job lone surrogate", lambda w: w.bus.enqueue(LONE_SURROGATE, lane="A", payload=b""), InvalidId),
+    (
+        "enqueue lane lone surrogate",
+        lambda w: w.bus.enqueue(_good(), lane=LONE_SURROGATE, payload=b""),
+        InvalidLane,
+    ),
+    (
+        "enqueue_many lane lone surrogate",
+        lambda w: w.bus.enqueue_many([NewJob(_good(), LONE_SURROGATE, b"")]),
+        InvalidLane,
+    ),
+    ("inspect lone surrogate", lambda w: w.bus.inspect(LONE_SURROGATE), InvalidId),
+    ("retry_dead lone surrogate", lambda w: w.bus.retry_dead(LONE_SURROGATE), InvalidId),
+    (
+        "complete claim request lone surrogate",
+        lambda w: w.bus.complete(_with(w.active, request=LONE_SURROGATE)),
+        InvalidOption,
+    ),
+    (
+        "fail claim request lone surrogate",
+        lambda w: w.bus.fail(_with(w.active, request=LONE_SURROGATE), "x"),
+        InvalidOption,
+    ),
+    (
+        "extend claim request lone surrogate",
+        lambda w: w.bus.extend(_with(w.active, request=LONE_SURROGATE), 1000),
+        InvalidOption,
+    ),
+    (
+        "release claim request lone surrogate",
+        lambda w: w.bus.release(_with(w.active, request=LONE_SURROGATE)),
+        InvalidOption,
+    ),
+    (
+        "complete claim lane lone surrogate",
+        lambda w: w.bus.complete(_with(w.active, lane=LONE_SURROGATE)),
+        InvalidLane,
+    ),
+    (
+        "complete claim job lone surrogate",
+        lambda w: w.bus.complete(_with(w.active, job=LONE_SURROGATE)),
+        InvalidId,
+    ),
+]
+
+CASES = (
+    TEXT_CASES + _id_cases() + _lane_cases() + UNKNOWN_CASES + PAYLOAD_CASES + _token_cases() + OPTION_CASES
+)
 
 
 @pytest.mark.parametrize(("why", "call", "error"), CASES, ids=[why for why, _, _ in CASES])
@@ -315,7 +374,7 @@ async def test_the_size_limit_follows_the_settings(redis_server, sync_redis, tag
         await bus.aclose()
 
 
-@pytest.mark.parametrize("tag", ["", "{cm}", "a b", "x" * 33, None])
+@pytest.mark.parametrize("tag", ["", "{cm}", "a b", "x" * 33, None, "t\ud800"])
 def test_a_bus_with_a_bad_tag_cannot_be_built(tag):
     """Bus(tag=...) raises InvalidTag before any client call is made."""
     with pytest.raises(InvalidTag):

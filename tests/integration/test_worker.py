@@ -108,6 +108,19 @@ async def test_permanent_error_dead_letters_at_once(bus):
     assert (await bus.stats()).counters["retried"] == 0
 
 
+async def test_a_handler_error_holding_a_lone_surrogate_is_recorded_escaped(bus):
+    """Bus.fail refuses text UTF-8 cannot encode, so the worker writes a lone surrogate as an escape."""
+
+    def handler(job):
+        raise Permanent("bad \ud800 text")
+
+    job = await _enqueue(bus, max_attempts=5)
+    async with running(Worker(bus, handler)) as worker:
+        await _until_state(bus, job, "dead")
+    assert (await bus.inspect(job)).error == "Permanent: bad \\ud800 text"
+    assert worker.counts.dead == 1
+
+
 async def test_handler_that_finishes_the_job_itself_is_not_completed_again(bus):
     """A handler returning a Finish finished the job itself: the worker sends no second complete."""
 

@@ -140,6 +140,7 @@ PURE = (
     "codemojex.keyboard",
     "codemojex.codes",
     "codemojex.ranking",
+    "codemojex.names",
     "codemojex.errors",
 )
 

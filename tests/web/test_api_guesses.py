@@ -129,6 +129,29 @@ def test_a_bad_guess_is_400_with_its_problem_and_charges_nothing(
     assert after == before  # nothing else changed (and a guess that cannot parse keeps no key)
 
 
+def test_a_lone_surrogate_in_a_guess_is_400_control_and_charges_nothing(
+    served, fruit_round, sync_redis, tag, join
+):
+    """A JSON escape of a lone surrogate is a bad guess (a control character), never a 500."""
+    _, ada = join()
+    before = snapshot(sync_redis, tag)
+    reply = ada.post(
+        f"/api/rounds/{fruit_round['round_id']}/guesses",
+        content=b'{"guess": "\\ud83c\\udf4e\\ud800\\ud83c\\udf4c"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert (reply.status_code, error_code(reply)) == (400, "invalid_guess")
+    assert reply.json()["error"]["problem"] == "control"
+    assert snapshot(sync_redis, tag) == before
+    keyed = ada.post(
+        f"/api/rounds/{fruit_round['round_id']}/guesses",
+        content=b'{"guess": "\\ud800\\ud83c\\udf4c"}',
+        headers={"Content-Type": "application/json", "Idempotency-Key": "k1"},
+    )
+    assert (keyed.status_code, error_code(keyed)) == (400, "invalid_guess")
+    assert snapshot(sync_redis, tag) == before
+
+
 def test_no_token_or_a_bad_token_is_401(served, fruit_round):
     path = f"/api/rounds/{fruit_round['round_id']}/guesses"
     with served.client() as nobody:

@@ -34,6 +34,42 @@ def test_a_bad_name_is_400_and_registers_nobody(anon, sync_redis, tag, name):
     assert sync_redis.zcard(f"cmx:{{{tag}}}:players") == 0
 
 
+@pytest.mark.parametrize(
+    "name", ["\u3164", "\u2800 \u2800", "\u200b", "\ufe0f", "Z\u0335\u0321\u0322algo", "\U000f0000"]
+)
+def test_an_invisible_or_zalgo_name_is_400_and_registers_nobody(anon, sync_redis, tag, name):
+    reply = anon.post("/api/players", json={"name": name})
+    assert reply.status_code == 400
+    assert error_code(reply) == "invalid_name"
+    assert sync_redis.zcard(f"cmx:{{{tag}}}:players") == 0
+
+
+@pytest.mark.parametrize("escaped", ["\\ud800", "Ada\\udfff", "\\udc00\\ud800"])
+def test_a_lone_surrogate_in_a_name_is_422_and_registers_nobody(anon, sync_redis, tag, escaped):
+    """JSON may carry a lone surrogate as an escape: the body is refused as malformed, never a 500 (and
+    codemojex.names refuses one that reaches it as InvalidName)."""
+    reply = anon.post(
+        "/api/players",
+        content=f'{{"name": "{escaped}"}}'.encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert (reply.status_code, error_code(reply)) == (422, "malformed_body")
+    assert sync_redis.zcard(f"cmx:{{{tag}}}:players") == 0
+
+
+def test_a_name_that_looks_like_another_players_is_409_name_taken(anon, sync_redis, tag):
+    first = anon.post("/api/players", json={"name": "Bob"})
+    assert first.status_code == 201
+    for look_alike in ["bob", "B0B", "B\u043eb", "\uff22\uff4f\uff42"]:
+        reply = anon.post("/api/players", json={"name": look_alike})
+        assert reply.status_code == 409
+        assert error_code(reply) == "name_taken"
+        assert reply.json()["error"]["message"]
+    assert sync_redis.zcard(f"cmx:{{{tag}}}:players") == 1
+    assert list(sync_redis.hgetall(f"cmx:{{{tag}}}:tokens").values()) == [first.json()["player_id"].encode()]
+    assert sync_redis.hgetall(f"cmx:{{{tag}}}:names") == {b"bob": first.json()["player_id"].encode()}
+
+
 @pytest.mark.parametrize("body", [{}, {"name": 5}, {"name": "Ada", "admin": True}, [], "Ada"])
 def test_a_malformed_join_is_422(anon, body):
     reply = anon.post("/api/players", json=body)

@@ -6,7 +6,8 @@
   lost reply, by the caller or by redis-py after a timeout) never grants twice; it answers 1 with the
   first call's time when it is the same registration (same name, and the same token digest bound to
   this id), else 0. With a token digest, the player's API token is bound in the same step (no player
-  without the token that names it).
+  without the token that names it). The name's skeleton (codemojex.names.skeleton: what it looks like)
+  is claimed in the same step: a name that looks like another player's registers nobody.
 
   Input:
     KEYS[1] player  (hash)  cmx:{t}:player:<PLR>
@@ -14,19 +15,23 @@
     KEYS[3] ledger  (list)  append-only JSON entries
     KEYS[4] players (zset)  every player id by registration time
     KEYS[5] tokens  (hash)  SHA-256 hex of an API token -> player id
+    KEYS[6] names   (hash)  a display name's skeleton -> the player holding it
 
     ARGV[1] player id
     ARGV[2] display name (validated by the caller)
     ARGV[3] grant ('ticket=3;coin=50')
     ARGV[4] the token's SHA-256 hex digest, or '' for none (validated by the caller)
+    ARGV[5] the display name's skeleton (computed by the caller)
 
   Output:
     { 1, created_ms }  registered and granted, now or by an earlier call with the same arguments
     { 0, created_ms }  that id names another registration (another name or token); nothing changed
     {-1, '' }          that token digest names a player already; nothing changed
+    {-2, '' }          another player holds that skeleton (a name that looks the same); nothing changed
 ]]
 local playerKey, walletKey, ledgerKey, playersKey, tokensKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local playerId, name, grant, digest = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local namesKey = KEYS[6]
+local playerId, name, grant, digest, skeleton = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 local existing = redis.call('HMGET', playerKey, 'name', 'created')
 if existing[1] then
@@ -34,9 +39,12 @@ if existing[1] then
   if same then return {1, tonumber(existing[2])} end
   return {0, tonumber(existing[2])}
 end
+local holder = redis.call('HGET', namesKey, skeleton)
+if holder and holder ~= playerId then return {-2, ''} end
 if digest ~= '' then
   if redis.call('HSETNX', tokensKey, digest, playerId) == 0 then return {-1, ''} end
 end
+redis.call('HSET', namesKey, skeleton, playerId)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', playerKey, 'name', name, 'created', now)

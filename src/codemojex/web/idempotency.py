@@ -42,7 +42,7 @@ def check_key(key: str) -> str:
 
 def request_digest(round_id: str, request: dict[str, Any]) -> str:
     canonical = json.dumps([round_id, request], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate too
 
 
 async def job_for_key(game: Game, player_id: str, key: str, digest: str) -> tuple[str, bool]:

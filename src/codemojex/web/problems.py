@@ -26,6 +26,7 @@ _ERROR_STATUS: tuple[tuple[type[errors.CodemojexError], int], ...] = (
     (errors.NotProven, 400),
     (errors.NotFound, 404),
     (errors.RoundClosed, 409),
+    (errors.NameTaken, 409),
     (errors.Unavailable, 503),
     (errors.ScriptError, 500),
 )

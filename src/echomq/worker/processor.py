@@ -82,7 +82,8 @@ class TimedOut(Exception):
 
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text[:_ERROR_LIMIT]
+    # A lone surrogate in a handler's message would be refused by Bus.fail: write it as an escape.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:_ERROR_LIMIT]
 
 
 async def process(worker: Runner, job: Job) -> None:

@@ -1,0 +1,78 @@
+"""Display names: what a player may be called, and when two names are the same name.
+
+A name is normalised to NFKC and stripped, then refused (:class:`~codemojex.errors.InvalidName`) if it
+is empty or shows nothing (only spaces, format characters, fillers such as U+3164 HANGUL FILLER or
+U+2800 BRAILLE PATTERN BLANK, variation selectors or combining marks), if it is longer than
+:data:`MAX_NAME` code points, if it holds a control, line, format (ZWJ excepted), filler, private-use,
+unassigned or surrogate character, or if more than :data:`MAX_MARKS` combining marks stack on one
+character ("zalgo" text).
+
+Two names are the same name when their :func:`skeleton` is: NFKC, case folded, common Cyrillic and
+Greek look-alikes and the digits 0 and 1 mapped to the Latin letters they pass for, joiners and
+variation selectors dropped, runs of spaces made one. A name whose skeleton another player holds is
+taken (``Bob``, ``BOB``, ``B\\u043eb`` (with a Cyrillic o) and ``B0b`` are one name).
+
+Pure: imports neither Redis nor echomq.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from codemojex.errors import InvalidName
+
+MAX_NAME = 32  # code points after NFKC
+MAX_MARKS = 2  # combining marks stacked on one character
+
+# Characters that render as nothing (or as a blank) yet are neither spaces nor format characters.
+FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_VARIATION = frozenset(chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+_REFUSED = frozenset({"Cc", "Cs", "Co", "Cn", "Zl", "Zp"})
+_MARKS = frozenset({"Mn", "Me"})
+_BLANK = frozenset({"Zs", "Cf", "Mn", "Me", "Mc"})
+ZWJ = "\u200d"
+
+# After case folding: a Cyrillic or Greek letter (or a digit) -> the Latin letter it passes for
+# (Cyrillic a e o p c y x i j s; Greek alpha beta epsilon zeta eta iota kappa mu nu omicron rho tau
+# upsilon chi).
+LOOKALIKES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455"
+    "\u03b1\u03b2\u03b5\u03b6\u03b7\u03b9\u03ba\u03bc\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7"
+    "01",
+    "aeopcyxijsabezhikmnoptyxol",
+)
+
+
+def check_name(name: object) -> str:
+    """The display name ``name`` shows as: NFKC, stripped; :class:`InvalidName` if it may not be one."""
+    if not isinstance(name, str):
+        raise InvalidName(f"a name is text, got {type(name).__name__}")
+    for char in name:  # a lone surrogate is text Python holds but no byte string stands for
+        if unicodedata.category(char) == "Cs":
+            raise InvalidName(f"a name is text UTF-8 can encode, got {char!r}")
+    text = unicodedata.normalize("NFKC", name).strip()
+    if not text:
+        raise InvalidName("a name is not empty")
+    if len(text) > MAX_NAME:
+        raise InvalidName(f"a name has at most {MAX_NAME} characters, got {len(text)}")
+    for char in text:
+        category = unicodedata.category(char)
+        if category in _REFUSED or (category == "Cf" and char != ZWJ) or char in FILLERS:
+            raise InvalidName(f"a name holds no control or invisible characters, got U+{ord(char):04X}")
+    stacked = 0
+    for char in unicodedata.normalize("NFD", text):  # marks a precomposed letter holds count too
+        in_mark = unicodedata.category(char) in _MARKS and char not in _VARIATION
+        stacked = stacked + 1 if in_mark else 0
+        if stacked > MAX_MARKS:
+            raise InvalidName(f"a name stacks at most {MAX_MARKS} combining marks on one character")
+    if all(unicodedata.category(char) in _BLANK or char in _VARIATION for char in text):
+        raise InvalidName("a name shows at least one visible character")
+    return text
+
+
+def skeleton(name: str) -> str:
+    """What ``name`` looks like, for telling whether two names pass for each other (see the module doc)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    folded = folded.translate(LOOKALIKES)
+    kept = (c for c in folded if c != ZWJ and c not in _VARIATION and unicodedata.category(c) != "Cf")
+    return " ".join("".join(kept).split())
