@@ -26,20 +26,28 @@ the wallet cannot pay.
 A lost reply of ``score.lua`` costs no count: the script ran whole or not at all, and run again (by a
 retry or by the job's redelivery) it finds the record, so nothing moves twice; what it answers is the
 fence's view of the job as it now stands.
+
+``score.lua`` is the job's finishing call, so the handler retries it as the worker retries its own
+``complete`` and ``fail`` (:data:`RETRY_S`: 0.1, 0.5, 2 s) when Redis could not be reached (a cut link,
+a Redis pause longer than the socket timeout), and so does the read of a round's rules; the worker's
+lease keeper renews the lease meanwhile. Without that, a blip of Redis shorter than the lease would spend
+the job's try (a failed handler), and with one try left dead-letter a guess whose score may even have
+landed (the fail is then refused as stale).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from codemojex import faults
 from codemojex.engine import Feedback, score
-from codemojex.errors import InvalidPayload, ScriptError
+from codemojex.errors import InvalidPayload, ScriptError, Unavailable
 from codemojex.game import Game, translate_errors
 from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
@@ -49,6 +57,13 @@ from echomq import Claim, Finish, Job, Permanent
 from echomq.core import finish_args
 
 log = logging.getLogger("codemojex.score_worker")
+
+# Pauses between tries of a call that could not reach Redis: the worker's own for its finishing calls
+# (echomq.worker.processor). The calls are safe to retry: a read, and score.lua, which is fenced and
+# answers a retry of this claim's call whose first try landed with code 4 (done).
+RETRY_S = (0.1, 0.5, 2.0)
+
+_T = TypeVar("_T")
 
 
 def score_call(
@@ -128,7 +143,7 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
         raise Permanent(f"the guess of {request.player} came on lane {job.lane}")
     known = rules.get(request.round) if rules is not None else None
     if known is None:
-        known = await read_rules(game, request.round)
+        known = await _retried(job, lambda: read_rules(game, request.round))
         if rules is not None:
             rules[request.round] = known
     keyboard, secret, length = known.keyboard, known.secret, known.length
@@ -140,7 +155,8 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
     split = faults.fires("score.after_effect") or (
         faults.armed(faults.REQUESTED) and await faults.take_crash_request(game, job.id)
     )
-    reply = await game.run("score", *score_call(game, job.claim, request, feedback, finish=not split))
+    call = score_call(game, job.claim, request, feedback, finish=not split)
+    reply = await _retried(job, lambda: game.run("score", *call))
     code = int(reply[0])
     if code == 2:
         faults.crash()  # the fault point: effect written, acknowledgement never sent
@@ -155,6 +171,20 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
     if code in (0, -1):
         return Finish.STALE
     raise ScriptError(f"score.lua answered {reply!r}")
+
+
+async def _retried(job: Job, call: Callable[[], Awaitable[_T]]) -> _T:
+    """Await ``call()``, again after each :class:`Unavailable` (:data:`RETRY_S`), unless the lease was
+    revoked meanwhile (another run may own the job: the fence would refuse the call anyway)."""
+    for pause in RETRY_S:
+        try:
+            return await call()
+        except Unavailable as exc:
+            if job.revoked.is_set():
+                raise
+            log.info("redis unavailable job=%s retry_in_s=%s error=%s", job.id, pause, exc)
+        await asyncio.sleep(pause)
+    return await call()
 
 
 class ScoreWorker:

@@ -83,13 +83,14 @@ def test_at_full_speed_with_short_ttls_done_rows_and_the_done_set_stay_bounded()
 
 
 @pytest.mark.slow
-def test_a_redis_pause_past_the_socket_timeout_dead_letters_no_job_that_no_handler_ran():
-    """With one try per guess, a claim whose reply a pause swallowed must not spend that try."""
+def test_a_redis_pause_or_a_cut_link_shorter_than_the_lease_dead_letters_no_job():
+    """With one try per guess, neither a claim whose reply a pause swallowed nor a score call cut off by
+    a pause or a cut link may spend that try: the claim is asked again, the score call retried."""
     paused = Config(
-        guesses=600,
-        players=10,
+        guesses=3000,
+        players=20,
         workers=3,
-        kinds=("pause",),
+        kinds=("pause", "cut"),
         max_attempts=1,
         socket_timeout_s=0.5,
         fault_every_s=1.0,
@@ -100,8 +101,9 @@ def test_a_redis_pause_past_the_socket_timeout_dead_letters_no_job_that_no_handl
     )
     report = run(paused)
     assert report.faults.get("pause", 0) > 0, report.to_text()
+    assert report.faults.get("cut", 0) > 0, report.to_text()
     assert not report.violations, report.to_text()
-    assert (report.lost, report.double) == (0, 0)
+    assert (report.lost, report.double, report.dead) == (0, 0, 0), report.to_text()
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -267,6 +268,59 @@ async def test_a_worker_asks_again_for_a_lost_claim_within_the_lease_however_lon
         assert len(_events(caplog, "worker.redis_error")) >= 4  # the lost claim and the three failures
         info = await bus.inspect(job)
         assert (info.state.value, info.tries) == ("done", 1)
+        assert ran == [job]
+        assert counters(server, bus).get("replayed", 0) >= 1
+
+
+class SweepOutageBus(PausingBus):
+    """A PausingBus whose sweeps fail for ``seconds_out`` after the pause began (the call a worker sends
+    first runs into the outage: a sweep due at every try, as with a sweep period shorter than the pause
+    between tries); claims are untouched."""
+
+    def __init__(self, bus: Bus, server: RedisProcess, seconds: float, seconds_out: float) -> None:
+        super().__init__(bus, server, seconds)
+        self.seconds_out = seconds_out
+        self.fired_at: float | None = None
+        self.sweeps_failed = 0
+
+    async def claim_batch(self, *args: Any, **kwargs: Any) -> Any:
+        if self.armed and not self.fired:
+            self.fired_at = time.monotonic()
+        return await super().claim_batch(*args, **kwargs)
+
+    async def sweep(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fired and self.fired_at is not None and time.monotonic() < self.fired_at + self.seconds_out:
+            self.sweeps_failed += 1
+            raise RedisUnavailable("out of reach (the test's outage)")
+        return await super().sweep(*args, **kwargs)
+
+
+@pytest.mark.slow
+async def test_a_worker_asks_again_for_a_lost_claim_before_it_sweeps(server, caplog):
+    """The claim's reply is lost in a pause, and every sweep fails for longer than the job's lease (3 s);
+    the sweep period (0.3 s) is shorter than the pause between tries, so a sweep is due at each one. The
+    worker asks for the lost claim before it sweeps: it gets the job, runs it and completes it. Sweeping
+    first, each failed sweep would keep the claim from being asked again, and the first sweep to land
+    would find the lease run out and dead-letter the max_attempts=1 job unrun."""
+    ran: list[str] = []
+
+    async def handler(job: Job) -> bytes:
+        ran.append(job.id)
+        return b"ran"
+
+    async with bus_on(server, retries=0) as plain:
+        bus = SweepOutageBus(plain, server, 1.0, seconds_out=5.0)
+        worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=0.3)
+        with caplog.at_level(logging.DEBUG, logger="echomq"):
+            async with running(worker):
+                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+                bus.armed = True
+                job = await _one_job(bus)
+                await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+        assert bus.fired
+        assert bus.sweeps_failed >= 1
+        info = await bus.inspect(job)
+        assert (info.state.value, info.tries, info.error) == ("done", 1, None)
         assert ran == [job]
         assert counters(server, bus).get("replayed", 0) >= 1
 

@@ -158,9 +158,11 @@ class Fetcher:
         return max(0.0, at - time.monotonic())
 
     async def fetch(self, free: int) -> list[Claim]:
-        """Up to ``free`` claimed jobs; ``[]`` after a block that found none. Sweeps first when due."""
-        await self.sweep_if_due()
+        """Up to ``free`` claimed jobs; ``[]`` after a block that found none. Sweeps first when due,
+        unless a claim is unanswered: that claim is asked again first (see :meth:`_claim`)."""
         retry = self._lost is not None
+        if not retry:
+            await self.sweep_if_due()
         if retry or self._need_claim or time.monotonic() >= self._next_safety_claim_at:
             # Free slots only grow while no claim is answered, so a retry's jobs fit the slots.
             claimed = await self._claim(*(self._lost or (new_request(), free)))
@@ -177,7 +179,12 @@ class Fetcher:
         return []
 
     async def _claim(self, request: str, count: int) -> Claimed:
-        """Claim under ``request``; until an answer arrives, the request is kept for the retry."""
+        """Claim under ``request``; until an answer arrives, the request is kept for the retry.
+
+        The retry goes before any sweep: it alone renews the lost claim's leases (nobody tracks those
+        jobs yet), and a sweep in front of it, due at every try when Redis fails for longer than the
+        sweep period, would fail in its place (so the retry were never sent) or, once it lands after
+        the leases ran out, reap the jobs unrun (dead on their last try)."""
         self._lost = (request, count)
         claimed = await self.bus.claim_batch(
             count=count, lease_ms=self.lease_ms, owner=self.owner, request=request
