@@ -12,9 +12,8 @@ import contextlib
 import logging
 import os
 import signal
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,37 +25,15 @@ from redis.backoff import NoBackoff
 from echomq import Admission, Bus, Failure, Finish, Job, NewJob, RedisUnavailable, Release, Worker, ids
 from echomq.scripts import KEY_COUNTS, source
 from echomq.testing.server import RedisProcess
+from tests.support.pausing import (
+    pause,
+    signal_server,
+    stoppable_server,  # noqa: F401  (the `server` fixture)
+)
 from tests.support.workers import eventually, running
 
 SOCKET_TIMEOUT_S = 0.5  # the clients' socket timeout; every pause below outlasts it
 PAUSE_S = 2.0
-
-
-@pytest.fixture
-def server() -> Iterator[RedisProcess]:
-    """A redis-server of this test's own (it is stopped and continued), always continued at the end."""
-    process = RedisProcess(appendonly=False)
-    process.start()
-    try:
-        yield process
-    finally:
-        _signal(process, signal.SIGCONT)
-        process.close()
-
-
-def _signal(server: RedisProcess, sig: signal.Signals) -> None:
-    assert server.process is not None
-    if server.process.poll() is None:
-        os.kill(server.process.pid, sig)
-
-
-def pause(server: RedisProcess, seconds: float | None = PAUSE_S) -> None:
-    """SIGSTOP the server now; SIGCONT it after ``seconds`` (None: the test continues it)."""
-    _signal(server, signal.SIGSTOP)
-    if seconds is not None:
-        timer = threading.Timer(seconds, _signal, (server, signal.SIGCONT))
-        timer.daemon = True
-        timer.start()
 
 
 @contextlib.asynccontextmanager
@@ -97,7 +74,7 @@ async def test_a_claim_whose_reply_is_lost_in_a_pause_hands_its_job_to_the_retry
     one try spent, and completing it is DONE; nothing is left active or dead."""
     async with bus_on(server) as bus:
         job = await _one_job(bus)
-        pause(server)
+        pause(server, PAUSE_S)
         claims = await bus.claim(lease_ms=30_000)
         assert [(c.job, c.token, c.tries) for c in claims] == [(job, 1, 1)]
         seen = counters(server, bus)
@@ -114,7 +91,7 @@ async def test_a_complete_whose_reply_is_lost_in_a_pause_answers_done(server):
     async with bus_on(server) as bus:
         job = await _one_job(bus)
         [claim] = await bus.claim()
-        pause(server)
+        pause(server, PAUSE_S)
         assert await bus.complete(claim, b"result") is Finish.DONE
         seen = counters(server, bus)
         assert (seen.get("completed"), seen.get("stale", 0)) == (1, 0)
@@ -131,7 +108,7 @@ async def test_a_fail_whose_reply_is_lost_in_a_pause_answers_what_it_did(server,
     async with bus_on(server) as bus:
         job = await _one_job(bus, max_attempts=3)
         [claim] = await bus.claim()
-        pause(server)
+        pause(server, PAUSE_S)
         assert await bus.fail(claim, "boom", retryable=retryable, delay_ms=0) is expected
         seen = counters(server, bus)
         assert (seen.get("retried", 0) + seen.get("dead", 0), seen.get("stale", 0)) == (1, 0)
@@ -143,7 +120,7 @@ async def test_a_release_whose_reply_is_lost_in_a_pause_answers_released(server)
     async with bus_on(server) as bus:
         job = await _one_job(bus, max_attempts=3)
         [claim] = await bus.claim()
-        pause(server)
+        pause(server, PAUSE_S)
         assert await bus.release(claim) is Release.RELEASED
         seen = counters(server, bus)
         assert (seen.get("released"), seen.get("stale", 0)) == (1, 0)
@@ -345,7 +322,7 @@ async def test_a_worker_stopping_with_a_claim_unanswered_releases_its_jobs(serve
                 bus.armed = True
                 job = await _one_job(bus)
                 await eventually(lambda: _events(caplog, "worker.redis_error"), 10, "the claim failed")
-                _signal(server, signal.SIGCONT)
+                signal_server(server, signal.SIGCONT)
                 await eventually(lambda: counters(server, bus).get("claimed") == 1, 10, "the claim ran")
             finally:
                 worker.stop()
@@ -374,7 +351,7 @@ async def test_a_batch_enqueue_cut_off_by_a_pause_gives_its_connection_back(serv
         pause(server, seconds=None)
         with pytest.raises(RedisUnavailable):
             await bus.enqueue_many(batch)
-        _signal(server, signal.SIGCONT)
+        signal_server(server, signal.SIGCONT)
         admissions = await bus.enqueue_many(batch)  # the pool's one connection is free again
         assert admissions == [Admission.ADMITTED] * 3
         assert [(await bus.inspect(job.job)).state.value for job in batch] == ["queued"] * 3

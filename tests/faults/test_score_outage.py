@@ -7,11 +7,7 @@ try, never failed (with one try left: dead-lettered) for want of a reply.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import threading
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 import redis
@@ -24,33 +20,14 @@ from echomq import Finish, Job
 from echomq.testing.proxy import Proxy
 from echomq.testing.server import RedisProcess
 from tests.support.game import KEYBOARD, SECRET, GameProbe, claim_job, text
+from tests.support.pausing import (
+    after,
+    pause,
+    stoppable_server,  # noqa: F401  (the `server` fixture)
+)
 
 SOCKET_TIMEOUT_S = 0.5
 LEASE_MS = 3000
-
-
-@pytest.fixture
-def server() -> Iterator[RedisProcess]:
-    """A redis-server of this test's own (it is stopped and continued), always continued at the end."""
-    process = RedisProcess(appendonly=False)
-    process.start()
-    try:
-        yield process
-    finally:
-        _signal(process, signal.SIGCONT)
-        process.close()
-
-
-def _signal(server: RedisProcess, sig: signal.Signals) -> None:
-    assert server.process is not None
-    if server.process.poll() is None:
-        os.kill(server.process.pid, sig)
-
-
-def after(seconds: float, action: Any, *args: Any) -> None:
-    timer = threading.Timer(seconds, action, args)
-    timer.daemon = True
-    timer.start()
 
 
 async def claimed_guess(game: Game) -> tuple[Job, str, dict[str, Rules]]:
@@ -91,8 +68,7 @@ async def scored_once(game: Game, probe: GameProbe, job: Job, round_id: str) -> 
 async def test_a_score_call_whose_reply_is_lost_in_a_pause_completes_the_job(server, direct, probe):
     """Redis stops 1.5 socket timeouts with the score call sent: its retry is told the call completed it."""
     job, round_id, rules = await claimed_guess(direct)
-    _signal(server, signal.SIGSTOP)
-    after(1.5 * SOCKET_TIMEOUT_S, _signal, server, signal.SIGCONT)
+    pause(server, 1.5 * SOCKET_TIMEOUT_S)
 
     assert await handle(direct, job, rules) is Finish.DONE
     await scored_once(direct, probe, job, round_id)
@@ -116,8 +92,7 @@ async def test_a_revoked_claim_is_not_retried(server, direct, probe):
     """A claim whose lease was reaped meanwhile gets the error at once: another run may own its job."""
     job, _, rules = await claimed_guess(direct)
     job.revoked.set()
-    _signal(server, signal.SIGSTOP)
-    after(1.5 * SOCKET_TIMEOUT_S, _signal, server, signal.SIGCONT)
+    pause(server, 1.5 * SOCKET_TIMEOUT_S)
 
     with pytest.raises(ConnectionError):
         await handle(direct, job, rules)
