@@ -90,7 +90,7 @@ def test_serve_plays_stops_on_sigint_and_restarts_with_every_guess(tmp_path):
     base = f"http://127.0.0.1:{port}"
     first = Serve(data_dir, port)
     try:
-        first.wait_up()
+        operator = first.wait_up()
         assert "embedded redis-server" in first.output
         assert re.search(r"opened round RND\w+", first.output)
         with httpx.Client(base_url=base, timeout=10) as anon:
@@ -105,9 +105,7 @@ def test_serve_plays_stops_on_sigint_and_restarts_with_every_guess(tmp_path):
             wait_until(
                 lambda: me.get(f"/api/jobs/{scored_job}").json()["state"] == "done", what="the first guess"
             )
-            worker = me.get("/api/proof").json()["worker"]
-            assert worker["alive"] is True
-            os.kill(worker["pid"], signal.SIGSTOP)  # the worker is frozen: the next guess stays queued
+            os.kill(_worker_pid(base, operator), signal.SIGSTOP)  # frozen: the next guess stays queued
             queued_job = me.post(guesses, json={"guess": keyboard[1:7]}).json()["job_id"]
             assert me.get(f"/api/jobs/{queued_job}").json()["state"] == "queued"
 
@@ -161,6 +159,14 @@ def test_serve_refuses_a_folder_a_live_redis_server_still_uses(tmp_path):
         squatter.stop()
 
 
+def _worker_pid(base: str, operator: str) -> int:
+    """The score worker's pid, as /api/proof shows it to the operator (players see an opaque instance)."""
+    with httpx.Client(base_url=base, timeout=10, headers={"Authorization": f"Bearer {operator}"}) as op:
+        worker = op.get("/api/proof").json()["worker"]
+    assert worker["alive"] is True
+    return int(worker["pid"])
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split()[2]
@@ -178,7 +184,7 @@ def test_a_serve_killed_by_sigkill_leaves_no_orphan_and_its_data_serves_again(tm
     base = f"http://127.0.0.1:{port}"
     first = Serve(data_dir, port)
     try:
-        first.wait_up()
+        operator = first.wait_up()
         with httpx.Client(base_url=base, timeout=10) as anon:
             joined = anon.post("/api/players", json={"name": "Ada"}).json()
             current = anon.get("/api/rounds/current").json()
@@ -189,7 +195,7 @@ def test_a_serve_killed_by_sigkill_leaves_no_orphan_and_its_data_serves_again(tm
                 f"/api/rounds/{current['round_id']}/guesses", json={"guess": current["keyboard"][:6]}
             )
             job_id = job.json()["job_id"]
-            worker_pid = me.get("/api/proof").json()["worker"]["pid"]
+        worker_pid = _worker_pid(base, operator)
         redis_pid = int((data_dir / "redis.pid").read_text())
         first.kill()  # SIGKILL: serve runs no clean-up of its own
         wait_until(
