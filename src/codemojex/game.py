@@ -144,6 +144,10 @@ def translate_errors() -> Iterator[None]:
         raise
     except _UNREACHABLE as exc:
         raise Unavailable(str(exc) or type(exc).__name__) from exc
+    except AttributeError as exc:  # redis-py's connection closed under the call (echomq.errors)
+        if not bus_errors.closed_under_call(exc):
+            raise
+        raise Unavailable(str(exc)) from exc
     except redis.exceptions.RedisError as exc:
         raise ScriptError(str(exc)) from exc
     except bus_errors.EchoMQError as exc:

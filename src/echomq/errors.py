@@ -103,12 +103,28 @@ _UNREACHABLE = (
 )
 
 
+# redis-py's asyncio connection, closed under a call by a concurrent disconnect (its cluster client
+# resets a node's connections when the slot map changes), fails with AttributeError ('NoneType' object has
+# no attribute 'writelines' / 'read'): the connection is gone, as with a ConnectionError.
+_CONNECTION_MODULES = ("redis/asyncio/connection.py", "redis\\asyncio\\connection.py")
+
+
+def closed_under_call(exc: BaseException) -> bool:
+    """True for redis-py's AttributeError from a connection closed under the call (see above)."""
+    if not isinstance(exc, AttributeError):
+        return False
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.endswith(_CONNECTION_MODULES)
+
+
 def translated(exc: BaseException) -> EchoMQError:
     """The EchoMQ error for a failed Redis call: :class:`RedisUnavailable` if the server could not be
     reached, else :class:`ScriptError` (a refusal: an error reply, OOM, READONLY, BUSY...)."""
     if isinstance(exc, EchoMQError):
         return exc
-    if isinstance(exc, _UNREACHABLE):
+    if isinstance(exc, _UNREACHABLE) or closed_under_call(exc):
         return RedisUnavailable(str(exc) or type(exc).__name__)
     return ScriptError(str(exc))
 
@@ -119,4 +135,8 @@ def translate_redis_errors() -> Iterator[None]:
     try:
         yield
     except (*_UNREACHABLE, redis.exceptions.ResponseError) as exc:
+        raise translated(exc) from exc
+    except AttributeError as exc:
+        if not closed_under_call(exc):
+            raise
         raise translated(exc) from exc
