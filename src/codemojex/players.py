@@ -39,6 +39,19 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def register_keys(game: Game, player_id: str) -> list[str]:
+    """The keys register.lua declares for ``player_id`` (its KEYS, in order)."""
+    keys = game.keys
+    return [
+        keys.player(player_id),
+        keys.wallet(player_id),
+        keys.ledger(player_id),
+        keys.players,
+        keys.tokens,
+        keys.names,
+    ]
+
+
 async def register(game: Game, name: str, *, token: str | None = None) -> Player:
     """A new player with the starting grant (every credit in their ledger); with ``token`` (from
     :func:`new_token`), that token names them from now on. The name is checked and normalised by
@@ -51,17 +64,9 @@ async def register(game: Game, name: str, *, token: str | None = None) -> Player
     display = check_name(name)
     digest = "" if token is None else check_digest(token_digest(_check_token(token)))
     player_id = ids.mint(PLAYER)
-    keys = game.keys
     reply = await game.run(
         "register",
-        [
-            keys.player(player_id),
-            keys.wallet(player_id),
-            keys.ledger(player_id),
-            keys.players,
-            keys.tokens,
-            keys.names,
-        ],
+        register_keys(game, player_id),
         [player_id, display, encode_prices(game.settings.grant), digest, skeleton(display)],
     )
     if int(reply[0]) == -1:

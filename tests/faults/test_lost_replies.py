@@ -205,6 +205,26 @@ async def test_a_worker_whose_claim_reply_is_lost_runs_the_job_and_dead_letters_
             assert _events(caplog, "worker.redis_error")  # the worker saw the claim fail, and retried it
 
 
+async def _one_job_through_a_worker(
+    server: RedisProcess, bus: PausingBus, *, sweep_every_s: float
+) -> tuple[str, list[str]]:
+    """A worker (one slot, 3 s leases) idle on ``bus``; the bus armed, one max_attempts=1 job enqueued
+    (its claim meets the bus's fault) and waited for until done or dead: the job and the ids handled."""
+    ran: list[str] = []
+
+    async def handler(job: Job) -> bytes:
+        ran.append(job.id)
+        return b"ran"
+
+    worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=sweep_every_s)
+    async with running(worker):
+        await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+        bus.armed = True
+        job = await _one_job(bus)
+        await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+    return job, ran
+
+
 class OutageBus(PausingBus):
     """A PausingBus whose next ``failures`` claims after the paused one fail before they are sent (Redis
     stays out of reach a while after it resumed: a cut, a failover)."""
@@ -226,21 +246,10 @@ async def test_a_worker_asks_again_for_a_lost_claim_within_the_lease_however_lon
     backoff (0.5, 1, 2, 5 s) would ask again after the claim's record and the job's lease (3 s) ran
     out, and the max_attempts=1 job would die unrun. With a claim unanswered it asks again at least
     every quarter lease, gets the job, runs it and completes it."""
-    ran: list[str] = []
-
-    async def handler(job: Job) -> bytes:
-        ran.append(job.id)
-        return b"ran"
-
     async with bus_on(server, retries=0) as plain:
         bus = OutageBus(plain, server, 1.0, failures=3)
-        worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=60)
         with caplog.at_level(logging.DEBUG, logger="echomq"):
-            async with running(worker):
-                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
-                bus.armed = True
-                job = await _one_job(bus)
-                await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+            job, ran = await _one_job_through_a_worker(server, bus, sweep_every_s=60)
         assert (bus.fired, bus.failures) == (True, 0)
         assert len(_events(caplog, "worker.redis_error")) >= 4  # the lost claim and the three failures
         info = await bus.inspect(job)
@@ -279,21 +288,10 @@ async def test_a_worker_asks_again_for_a_lost_claim_before_it_sweeps(server, cap
     worker asks for the lost claim before it sweeps: it gets the job, runs it and completes it. Sweeping
     first, each failed sweep would keep the claim from being asked again, and the first sweep to land
     would find the lease run out and dead-letter the max_attempts=1 job unrun."""
-    ran: list[str] = []
-
-    async def handler(job: Job) -> bytes:
-        ran.append(job.id)
-        return b"ran"
-
     async with bus_on(server, retries=0) as plain:
         bus = SweepOutageBus(plain, server, 1.0, seconds_out=5.0)
-        worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=0.3)
         with caplog.at_level(logging.DEBUG, logger="echomq"):
-            async with running(worker):
-                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
-                bus.armed = True
-                job = await _one_job(bus)
-                await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+            job, ran = await _one_job_through_a_worker(server, bus, sweep_every_s=0.3)
         assert bus.fired
         assert bus.sweeps_failed >= 1
         info = await bus.inspect(job)

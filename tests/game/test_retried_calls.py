@@ -59,23 +59,11 @@ async def test_a_close_retried_with_its_operation_id_answers_its_own_close(game)
         await rounds.close_round(game, the_round.id)
 
 
-def _register_keys(game, player_id):
-    keys = game.keys
-    return [
-        keys.player(player_id),
-        keys.wallet(player_id),
-        keys.ledger(player_id),
-        keys.players,
-        keys.tokens,
-        keys.names,
-    ]
-
-
 async def test_a_registration_run_twice_grants_once_and_answers_registered(game):
     """register.lua run twice with the same id and arguments: one player, one grant, both answers 1
     with the same time; the same id with another name answers 0."""
     player_id = ids.mint(PLAYER)
-    call_keys = _register_keys(game, player_id)
+    call_keys = players.register_keys(game, player_id)
     digest = players.token_digest(players.new_token())
     args = [player_id, "Ada", encode_prices(game.settings.grant), digest, skeleton("Ada")]
     first = await game.run("register", call_keys, args)
@@ -94,14 +82,14 @@ async def test_a_retried_registration_keeps_its_name_and_another_id_is_refused_i
     registration (another id) of a look-alike name answers -2 and changes nothing."""
     player_id = ids.mint(PLAYER)
     args = [player_id, "Bob", encode_prices(game.settings.grant), "", skeleton("Bob")]
-    first = await game.run("register", _register_keys(game, player_id), args)
-    again = await game.run("register", _register_keys(game, player_id), args)
+    first = await game.run("register", players.register_keys(game, player_id), args)
+    again = await game.run("register", players.register_keys(game, player_id), args)
     assert (int(first[0]), int(again[0])) == (1, 1)
     assert await game.redis.hget(game.keys.names, "bob") == player_id.encode()
     before = game_probe.snapshot()
     other = ids.mint(PLAYER)
     look_alike = [other, "B0B", args[2], "", skeleton("B0B")]
-    assert int((await game.run("register", _register_keys(game, other), look_alike))[0]) == -2
+    assert int((await game.run("register", players.register_keys(game, other), look_alike))[0]) == -2
     assert game_probe.snapshot() == before
 
 
