@@ -5,9 +5,13 @@ package ships (``$REDIS_SERVER`` overrides it), data and AOF in ``.codemojex-dat
 folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
 names a live process) also refuses the start, each with a message saying what to do (the folder and that
 server are :mod:`codemojex.embedded`). Then it starts one score worker process (``codemojex worker``;
-restarted if it dies, which is what the proof page's crash button makes it do), opens a round if none is
-open, and serves the web host with uvicorn. The worker and the embedded Redis die with serve (SIGTERM, on
-Linux), even if serve is killed by SIGKILL.
+restarted if it dies), opens a round if none is open, and serves the web host with uvicorn. The workers
+and the embedded Redis die with serve (SIGTERM, on Linux), even if serve is killed by SIGKILL.
+
+With the proof on (the default; ``--no-proof`` turns it off) a :class:`ProofRunner` also starts the
+proof's demonstration game (:mod:`codemojex.proof`): a second worker process on the demo bus
+(``<tag>.proof``) and a demo round kept open. The proof page's crash button kills that demo worker only,
+and only with ``--proof-crash`` (off by default): the real score worker is never armed for it.
 
 Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams end, the web host stops
 taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
@@ -31,8 +35,9 @@ from typing import Any
 
 import uvicorn
 
-from codemojex import faults, rounds
+from codemojex import faults, proof, rounds
 from codemojex.embedded import DATA_DIR, ServeError, embedded_redis, folder_lock, operator_token
+from codemojex.errors import CodemojexError
 from codemojex.game import Game
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig, WorkerStatus
@@ -44,6 +49,7 @@ WORKER_GRACE_S = 5.0
 RESTART_DELAY_S = 0.5  # before restarting a worker that died; doubled (to 10 s) while it dies young
 RESTART_DELAY_MAX_S = 10.0
 YOUNG_S = 5.0
+PROOF_CONCURRENCY = 2  # the demo worker's job slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,8 @@ class ServeOptions:
     port: int = 8000
     data_dir: Path = Path(DATA_DIR)
     tag: str = "cm"
-    proof: bool = True
+    proof: bool = True  # the proof page, on its own demo bus, round and worker (codemojex.proof)
+    proof_crash: bool = False  # its crash button (kills the demo worker): --proof-crash
     concurrency: int = 8
     operator_token: str | None = None
     redis_url: str | None = None  # None: $REDIS_URL, else the embedded server
@@ -65,20 +72,32 @@ def _say(text: str) -> None:
 class WorkerSupervisor:
     """One ``codemojex worker`` process, restarted whenever it exits while the host runs."""
 
-    def __init__(self, url: str, options: ServeOptions) -> None:
+    def __init__(
+        self,
+        url: str,
+        options: ServeOptions,
+        *,
+        tag: str | None = None,
+        concurrency: int | None = None,
+        fault_points: tuple[str, ...] = (),
+        name: str = "score worker",
+    ) -> None:
+        self.name = name
         self.argv = [
             sys.executable, "-m", "codemojex.cli",
-            "--redis-url", url, "--tag", options.tag, "--log-level", "WARNING",
+            "--redis-url", url, "--tag", tag or options.tag, "--log-level", "WARNING",
             "worker",
-            "--concurrency", str(options.concurrency),
+            "--concurrency", str(concurrency or options.concurrency),
             "--lease-ms", str(WORKER_LEASE_MS),
             "--sweep-every", str(WORKER_SWEEP_S),
             "--grace", str(WORKER_GRACE_S),
         ]  # fmt: skip
         self.env = dict(os.environ)
-        if options.proof:
-            listed = [p for p in self.env.get(faults.ENV, "").split(",") if p.strip()]
-            self.env[faults.ENV] = ",".join([*listed, faults.REQUESTED])
+        # The requested crash is armed only where it is asked for (the proof's demo worker, --proof-crash).
+        listed = self.env.pop(faults.ENV, "").split(",")
+        points = [p for p in listed if p.strip() and p.split("@")[0].strip() != faults.REQUESTED]
+        if points or fault_points:
+            self.env[faults.ENV] = ",".join([*points, *fault_points])
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self.stopping = asyncio.Event()
@@ -112,7 +131,7 @@ class WorkerSupervisor:
                 min(2 * delay, RESTART_DELAY_MAX_S) if time.monotonic() - born < YOUNG_S else RESTART_DELAY_S
             )
             how = f"signal {-code}" if code < 0 else f"exit {code}"
-            _say(f"score worker pid {self.process.pid} ended ({how}); a new one in {delay:.1f}s")
+            _say(f"{self.name} pid {self.process.pid} ended ({how}); a new one in {delay:.1f}s")
             await asyncio.sleep(delay)
             if self.stopping.is_set():
                 return
@@ -121,7 +140,7 @@ class WorkerSupervisor:
 
     def start(self) -> None:
         self._spawn()
-        self._task = asyncio.create_task(self._watch(), name="worker-supervisor")
+        self._task = asyncio.create_task(self._watch(), name=f"{self.name} supervisor")
 
     async def stop(self) -> None:
         """SIGTERM: the worker drains or releases its in-flight jobs; SIGKILL after its grace."""
@@ -138,6 +157,51 @@ class WorkerSupervisor:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+class ProofRunner:
+    """The proof's demonstration game (:mod:`codemojex.proof`), started only when the proof is on: its own
+    score worker process on the demo bus (``<tag>.proof``; its requested crash armed only with
+    ``--proof-crash``, and in no other worker), and a demo round kept open (a new one when it ends)."""
+
+    ROUND_CHECK_S = 30.0
+
+    def __init__(self, url: str, options: ServeOptions) -> None:
+        self.url = url
+        self.tag = proof.demo_tag(options.tag)
+        self.options = options
+        armed = (faults.REQUESTED,) if options.proof_crash else ()
+        self.supervisor = WorkerSupervisor(
+            url, options, tag=self.tag, concurrency=PROOF_CONCURRENCY, fault_points=armed, name="proof worker"
+        )
+        self._rounds: asyncio.Task[None] | None = None
+
+    def status(self) -> WorkerStatus:
+        return self.supervisor.status()
+
+    async def _ensure_round(self) -> rounds.Round:
+        async with proof.demo_game(self.url, self.options.tag, max_connections=4) as demo:
+            return await proof.ensure_round(demo)
+
+    async def _keep_round(self) -> None:
+        while True:
+            await asyncio.sleep(self.ROUND_CHECK_S)
+            try:
+                await self._ensure_round()
+            except CodemojexError as exc:  # Redis away for now: the next check tries again
+                _say(f"proof: could not check the demo round ({exc.code}): {exc}")
+
+    async def start(self) -> None:
+        await self._ensure_round()
+        self.supervisor.start()
+        self._rounds = asyncio.create_task(self._keep_round(), name="proof rounds")
+
+    async def stop(self) -> None:
+        if self._rounds is not None:
+            self._rounds.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rounds
+        await self.supervisor.stop()
 
 
 class _Server(uvicorn.Server):
@@ -182,12 +246,14 @@ async def serve(options: ServeOptions) -> int:
         token = operator_token(options.data_dir, options.operator_token)
         the_round = await _ensure_round(url, options.tag)
         supervisor = WorkerSupervisor(url, options)
+        runner = ProofRunner(url, options) if options.proof else None
         config = HostConfig(
             redis_url=url,
             tag=options.tag,
             operator_token=token,
             proof=options.proof,
-            worker_status=supervisor.status if options.proof else None,
+            proof_crash=options.proof and options.proof_crash,
+            worker_status=runner.status if runner is not None else None,
         )
         app = create_app(config)
         server = _Server(
@@ -203,6 +269,8 @@ async def serve(options: ServeOptions) -> int:
             )
         )
         supervisor.start()
+        if runner is not None:
+            await runner.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -213,13 +281,18 @@ async def serve(options: ServeOptions) -> int:
                 await asyncio.sleep(0.05)
             if serving.done():  # it could not bind, say
                 await supervisor.stop()
+                if runner is not None:
+                    await runner.stop()
                 serving.result()
                 raise ServeError(f"the web host did not start on {options.host}:{options.port}")
             base = f"http://{options.host}:{_bound_port(server, options.port)}"
+            proof_line = "off" if runner is None else f"{base}/proof (demo bus {runner.tag})"
+            if runner is not None:
+                proof_line += ", crash button on" if options.proof_crash else ", crash button off"
             _say(
                 f"Codemojex is up (round {the_round.id}).\n"
                 f"  play:      {base}/\n"
-                f"  proof:     {base}/proof\n"
+                f"  proof:     {proof_line}\n"
                 f"  dashboard: {base}/dashboard#operator={token}\n"
                 f"  api:       {base}/docs\n"
                 "Stop with Ctrl-C: queued guesses wait in Redis for the next start."
@@ -239,5 +312,7 @@ async def serve(options: ServeOptions) -> int:
             with contextlib.suppress(asyncio.CancelledError):
                 await serving
             await supervisor.stop()
+            if runner is not None:
+                await runner.stop()
             _say(f"stopped in {time.monotonic() - started:.1f}s")
     return 0

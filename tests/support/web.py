@@ -24,7 +24,7 @@ import pytest
 import redis
 import uvicorn
 
-from codemojex import faults
+from codemojex import faults, proof
 from codemojex.game import GameSettings
 from codemojex.web import HostConfig, create_app
 from echomq.testing.server import free_port
@@ -75,9 +75,15 @@ class Served:
 
 @pytest.fixture
 def host_config(redis_server, tag) -> HostConfig:
-    """The app's configuration for this test: its own tag, the operator token, the proof on."""
+    """The app's configuration for this test: its own tag, the operator token, the proof and its crash
+    button on (the demo bus of the proof is ``<tag>.proof``: :func:`codemojex.proof.demo_tag`)."""
     return HostConfig(
-        redis_url=redis_server.url, tag=tag, operator_token=OPERATOR, proof=True, sample_every_s=0.2
+        redis_url=redis_server.url,
+        tag=tag,
+        operator_token=OPERATOR,
+        proof=True,
+        proof_crash=True,
+        sample_every_s=0.2,
     )
 
 
@@ -143,6 +149,17 @@ def open_round(operator: httpx.Client, **spec: Any) -> dict[str, Any]:
     assert reply.status_code == 201, reply.text
     body: dict[str, Any] = reply.json()
     return body
+
+
+def open_demo_round(url: str, tag: str) -> str:
+    """Open the proof's demo round beside the game of ``tag`` (as ``codemojex serve`` does); its id."""
+
+    async def ensure() -> str:
+        async with proof.demo_game(url, tag) as demo:
+            return (await proof.ensure_round(demo)).id
+
+    result: str = run(ensure())
+    return result
 
 
 def secret_of(sync_redis: redis.Redis, tag: str, round_id: str) -> list[str]:
@@ -216,5 +233,13 @@ def stop_worker(process: subprocess.Popen[str]) -> None:
 def score_worker(redis_server, tag) -> Iterator[subprocess.Popen[str]]:
     """One real score worker process on the test's tag."""
     process = worker_process(redis_server.url, tag)
+    yield process
+    stop_worker(process)
+
+
+@pytest.fixture
+def demo_worker(redis_server, tag) -> Iterator[subprocess.Popen[str]]:
+    """One real score worker process on the proof's demo bus (not armed to crash)."""
+    process = worker_process(redis_server.url, proof.demo_tag(tag))
     yield process
     stop_worker(process)

@@ -62,6 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
         data_dir=Path(args.data_dir),
         tag=args.tag,
         proof=args.proof,
+        proof_crash=args.proof_crash,
         concurrency=args.concurrency,
         operator_token=args.operator_token,
         redis_url=args.redis_url,

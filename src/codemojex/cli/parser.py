@@ -163,7 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-proof",
         dest="proof",
         action="store_false",
-        help="turn the proof page's endpoints off (its crash button kills the worker: off in public)",
+        help="turn the proof page off (it runs on its own demo bus, round and worker process)",
+    )
+    serve.add_argument(
+        "--proof-crash",
+        action="store_true",
+        help="turn the proof page's crash button on (it kills the demo worker, never the real one)",
     )
     serve.add_argument(
         "--operator-token",

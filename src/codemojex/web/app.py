@@ -25,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from codemojex import proof
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
@@ -58,7 +59,12 @@ def create_app(config: HostConfig) -> FastAPI:
             cluster=config.cluster,
             max_connections=config.max_connections,
         )
-        host = Host(config, game, Hub(game), Sampler(game, config.sample_every_s))
+        demo = None
+        if config.proof:  # the proof's own demo game: its own bus, round and worker (codemojex.proof)
+            demo = proof.demo_game(
+                config.redis_url, config.tag, caller_cap=config.proof_caller_cap, cluster=config.cluster
+            )
+        host = Host(config, game, Hub(game), Sampler(game, config.sample_every_s), demo)
         app.state.host = host
         host.sampler.start()
         try:
@@ -67,6 +73,8 @@ def create_app(config: HostConfig) -> FastAPI:
             await host.hub.close()
             await host.sampler.stop()
             await game.aclose()
+            if demo is not None:
+                await demo.aclose()
 
     app = FastAPI(
         title="Codemojex",

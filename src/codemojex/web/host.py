@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from codemojex.game import Game, GameSettings
+from codemojex.proof import CALLER_CAP, TOTAL_CAP
 
 if TYPE_CHECKING:
     from codemojex.web.hub import Hub
@@ -19,7 +20,7 @@ BODY_LIMIT = 8 * 1024  # bytes: a guess, a name or an operator's round options f
 
 @dataclass(frozen=True, slots=True)
 class WorkerStatus:
-    """What the proof page shows of the score worker process that ``codemojex serve`` supervises."""
+    """What the proof page shows of the demo score worker process that ``codemojex serve`` supervises."""
 
     pid: int | None
     restarts: int
@@ -29,14 +30,19 @@ class WorkerStatus:
 @dataclass(frozen=True, slots=True)
 class HostConfig:
     """How to build the app. ``operator_token`` guards the operator endpoints (None: they answer 403).
-    ``proof`` turns on the proof endpoints, whose crash button kills a worker process armed for it;
-    ``worker_status`` reports that process (given by :mod:`codemojex.serve`)."""
+    ``proof`` turns on the proof endpoints, on the demo game of :mod:`codemojex.proof` (never the real
+    one); ``proof_crash`` their crash button, which kills the demo worker (armed for it by ``codemojex
+    serve --proof-crash``); ``worker_status`` reports that demo worker (given by :mod:`codemojex.serve`).
+    ``proof_caller_cap`` / ``proof_total_cap``: demo jobs pending per caller / in total (then 429)."""
 
     redis_url: str
     tag: str = "cm"
     cluster: bool = False
     operator_token: str | None = None
     proof: bool = False
+    proof_crash: bool = False
+    proof_caller_cap: int = CALLER_CAP
+    proof_total_cap: int = TOTAL_CAP
     worker_status: Callable[[], WorkerStatus | None] | None = None
     settings: GameSettings = field(default_factory=GameSettings)
     body_limit: int = BODY_LIMIT
@@ -50,6 +56,7 @@ class Host:
     game: Game
     hub: Hub
     sampler: Sampler
+    demo: Game | None = None  # the proof's demo game (codemojex.proof), when the proof is on
 
 
 def host_of(request: Request) -> Host:

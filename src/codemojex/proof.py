@@ -1,0 +1,114 @@
+"""The proof's demonstration game: its own bus, its own round, its own players, isolated from the real game.
+
+The proof page (:mod:`codemojex.web.proof_api`) shows at-least-once delivery over an effect deduped on a
+branded id with real jobs, a real worker that really dies, and a real stale finisher. None of it runs on
+the real game: the proof has a bus and game keys of its own, under the tag :func:`demo_tag` (``cm`` ->
+``cm.proof``, so ``emq:{cm.proof}:*`` and ``cmx:{cm.proof}:*``), a round of its own (its own secret,
+drawn by the process that opens it, never the live round's), and a score worker process of its own
+(started by ``codemojex serve`` only when the proof is on; its crash fault is armed only there, and only
+with ``--proof-crash``).
+
+So a proof job costs a real player nothing and grants nothing: the caller is authenticated as a real
+player (a registered token), but plays as their *demo player*, a player of the demo game with the same
+``PLR`` id (:func:`ensure_player`), whose wallet holds only the demo currency ``proof``
+(:data:`DEMO_GRANT`). No proof call reads or writes a key of the real game but the token lookup, so a
+proof job never appears in the real round, board, ledger, events or latency figures.
+
+Caps, so that the proof cannot be used to load the host (the host's general rate limits are separate):
+
+* per caller: at most ``caller_cap`` demo jobs waiting on their lane (``GameSettings.max_queued`` of the
+  demo game, enforced atomically by ``submit.lua``: ``too_many_queued``);
+* in total: at most ``total_cap`` demo jobs pending (queued, delayed or active) on the demo bus
+  (:func:`pending_total`, checked before the submit: concurrent requests may pass it by their number);
+* per caller and demo round: at most :data:`ROUND_GUESSES` demo guesses (the round's ``max_guesses``);
+  the demo round lasts :data:`ROUND_S`, then the next one is opened (``codemojex serve``'s
+  :class:`~codemojex.serve.ProofRunner` keeps one open).
+"""
+
+from __future__ import annotations
+
+from codemojex import rounds
+from codemojex.errors import InvalidOption, ScriptError
+from codemojex.game import Game, GameSettings, encode_prices, translate_errors
+from codemojex.keys import PLAYER, check_id
+from codemojex.names import skeleton
+from codemojex.players import register_keys
+from echomq.keyspace import check_tag
+
+DEMO_SUFFIX = ".proof"
+DEMO_CURRENCY = "proof"
+DEMO_GRANT = ((DEMO_CURRENCY, 1_000_000),)  # worthless: it buys demo guesses on the demo round only
+DEMO_PRICES = ((DEMO_CURRENCY, 1),)
+CALLER_CAP = 3  # demo jobs waiting on one caller's lane
+TOTAL_CAP = 50  # demo jobs pending on the demo bus
+ROUND_GUESSES = 200  # demo guesses per caller and demo round
+ROUND_S = 3600.0  # a demo round's life
+DEMO_POOL = 32  # the host's connections to the demo bus
+
+
+def demo_tag(tag: str) -> str:
+    """The demo bus's tag for the real game's ``tag``: ``<tag>.proof`` (at most 32 characters)."""
+    check_tag(tag)
+    demo = f"{tag}{DEMO_SUFFIX}"
+    if len(demo) > 32:
+        most = 32 - len(DEMO_SUFFIX)
+        raise InvalidOption(f"the proof needs a tag of at most {most} characters, got {tag!r}")
+    return demo
+
+
+def demo_settings(caller_cap: int = CALLER_CAP) -> GameSettings:
+    """The demo game's settings: the demo currency, and ``caller_cap`` jobs waiting per caller."""
+    return GameSettings(grant=DEMO_GRANT, prices=DEMO_PRICES, max_queued=caller_cap)
+
+
+def demo_game(
+    url: str,
+    tag: str,
+    *,
+    caller_cap: int = CALLER_CAP,
+    cluster: bool = False,
+    max_connections: int = DEMO_POOL,
+) -> Game:
+    """The demo game beside the real game of ``tag`` (on the same Redis, under :func:`demo_tag`)."""
+    return Game.from_url(
+        url, demo_tag(tag), demo_settings(caller_cap), cluster=cluster, max_connections=max_connections
+    )
+
+
+async def current_round(demo: Game) -> rounds.Round | None:
+    """The demo round open now, or None (``codemojex serve`` opens one; see :func:`ensure_round`)."""
+    return await rounds.current_round(demo)
+
+
+async def ensure_round(demo: Game) -> rounds.Round:
+    """The demo round open now, else a new one (a random keyboard and secret, :data:`ROUND_S` long,
+    :data:`ROUND_GUESSES` guesses per player). Only a process allowed to write secrets calls this."""
+    current = await rounds.current_round(demo)
+    if current is not None:
+        return current
+    return await rounds.open_round(demo, duration_s=ROUND_S, max_guesses=ROUND_GUESSES)
+
+
+def demo_name(player_id: str) -> str:
+    """The demo player's display name: ``demo-`` and the id's body (unique as the id is)."""
+    return f"demo-{check_id(player_id, PLAYER)[len(PLAYER) :].lower()}"
+
+
+async def ensure_player(demo: Game, player_id: str) -> None:
+    """Register the caller's demo player (the same ``PLR`` id in the demo game, with the demo grant);
+    once: a second call is register.lua's retry of the same registration and changes nothing."""
+    name = demo_name(player_id)
+    reply = await demo.run(
+        "register",
+        register_keys(demo, player_id),
+        [player_id, name, encode_prices(demo.settings.grant), "", skeleton(name)],
+    )
+    if int(reply[0]) != 1:
+        raise ScriptError(f"register.lua answered {reply!r} for the demo player {player_id}")
+
+
+async def pending_total(demo: Game) -> int:
+    """Demo jobs queued, delayed or active on the demo bus."""
+    with translate_errors():
+        stats = await demo.bus.stats(lanes=0)
+    return stats.queued + stats.delayed + stats.active
