@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,13 +26,21 @@ ROOT = Path(__file__).resolve().parents[2]
 class Serve:
     """One ``codemojex serve`` process; its output is collected line by line."""
 
-    def __init__(self, data_dir: Path, port: int, *, redis_url: str | None = None, tag: str = "cm") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int,
+        *,
+        redis_url: str | None = None,
+        tag: str = "cm",
+        extra: tuple[str, ...] = (),
+    ) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("REDIS_URL", None)
         env.pop("CODEMOJEX_OPERATOR_TOKEN", None)
         if redis_url is not None:
             env["REDIS_URL"] = redis_url
-        argv = ["serve", "--port", str(port), "--data-dir", str(data_dir), "--tag", tag]
+        argv = ["serve", "--port", str(port), "--data-dir", str(data_dir), "--tag", tag, *extra]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "codemojex.cli", *argv],
             cwd=data_dir.parent,
@@ -90,7 +99,7 @@ def test_serve_plays_stops_on_sigint_and_restarts_with_every_guess(tmp_path):
     base = f"http://127.0.0.1:{port}"
     first = Serve(data_dir, port)
     try:
-        operator = first.wait_up()
+        first.wait_up()
         assert "embedded redis-server" in first.output
         assert re.search(r"opened round RND\w+", first.output)
         with httpx.Client(base_url=base, timeout=10) as anon:
@@ -105,7 +114,7 @@ def test_serve_plays_stops_on_sigint_and_restarts_with_every_guess(tmp_path):
             wait_until(
                 lambda: me.get(f"/api/jobs/{scored_job}").json()["state"] == "done", what="the first guess"
             )
-            os.kill(_worker_pid(base, operator), signal.SIGSTOP)  # frozen: the next guess stays queued
+            os.kill(_worker_pid(first), signal.SIGSTOP)  # frozen: the next guess stays queued
             queued_job = me.post(guesses, json={"guess": keyboard[1:7]}).json()["job_id"]
             assert me.get(f"/api/jobs/{queued_job}").json()["state"] == "queued"
 
@@ -159,12 +168,27 @@ def test_serve_refuses_a_folder_a_live_redis_server_still_uses(tmp_path):
         squatter.stop()
 
 
-def _worker_pid(base: str, operator: str) -> int:
-    """The score worker's pid, as /api/proof shows it to the operator (players see an opaque instance)."""
+def _workers(serve_pid: int) -> dict[str, int]:
+    """serve's worker processes by the tag they run on (``cm``: the real one; ``cm.proof``: the demo's)."""
+    found = {}
+    for task in Path(f"/proc/{serve_pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().decode().split("\0")
+            if "worker" in argv and "--tag" in argv:
+                found[argv[argv.index("--tag") + 1]] = int(child)
+    return found
+
+
+def _worker_pid(serve: Serve, tag: str = "cm") -> int:
+    """The real score worker's pid (the proof page shows only the demo worker's, and only to the operator)."""
+    return wait_until(lambda: _workers(serve.process.pid).get(tag), what=f"the worker on {tag}")
+
+
+def _demo_worker(base: str, operator: str) -> dict[str, Any]:
+    """The demo worker, as /api/proof shows it to the operator (players see an opaque instance)."""
     with httpx.Client(base_url=base, timeout=10, headers={"Authorization": f"Bearer {operator}"}) as op:
-        worker = op.get("/api/proof").json()["worker"]
-    assert worker["alive"] is True
-    return int(worker["pid"])
+        worker: dict[str, Any] = op.get("/api/proof").json()["worker"]
+    return worker
 
 
 def _gone(pid: int) -> bool:
@@ -195,11 +219,14 @@ def test_a_serve_killed_by_sigkill_leaves_no_orphan_and_its_data_serves_again(tm
                 f"/api/rounds/{current['round_id']}/guesses", json={"guess": current["keyboard"][:6]}
             )
             job_id = job.json()["job_id"]
-        worker_pid = _worker_pid(base, operator)
+        worker_pid = _worker_pid(first)
+        demo_pid = _demo_worker(base, operator)["pid"]
+        assert _workers(first.process.pid) == {"cm": worker_pid, "cm.proof": demo_pid}
         redis_pid = int((data_dir / "redis.pid").read_text())
         first.kill()  # SIGKILL: serve runs no clean-up of its own
         wait_until(
-            lambda: _gone(worker_pid) and _gone(redis_pid), what="the worker and Redis ending with serve"
+            lambda: _gone(worker_pid) and _gone(demo_pid) and _gone(redis_pid),
+            what="the workers and Redis ending with serve",
         )
     finally:
         first.kill()
@@ -230,6 +257,75 @@ def test_with_redis_url_serve_uses_that_server_and_starts_no_embedded_one(
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as anon:
             round_id = anon.get("/api/rounds/current").json()["round_id"]
         assert sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, -1) == [round_id.encode()]
+        assert serve.stop() == 0
+    finally:
+        serve.kill()
+
+
+@pytest.mark.slow
+def test_crashing_the_demo_worker_never_restarts_the_real_one(tmp_path, redis_server, tag):
+    """The attack: one crash request a second used to restart the worker that scores real players. With
+    ``--proof-crash`` the crash kills the demo worker only: the real worker keeps its pid (it never
+    restarted) and real guesses keep being scored meanwhile."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    serve = Serve(tmp_path / "data", port, redis_url=redis_server.url, tag=tag, extra=("--proof-crash",))
+    try:
+        operator = serve.wait_up()
+        assert f"proof:     {base}/proof (demo bus {tag}.proof), crash button on" in serve.output
+        real_pid = _worker_pid(serve, tag)
+        with httpx.Client(base_url=base, timeout=10) as anon:
+            joined = anon.post("/api/players", json={"name": "Ada"}).json()
+            current = anon.get("/api/rounds/current").json()
+            assert anon.get("/api/proof").json()["crash"] is True
+        me = httpx.Client(base_url=base, timeout=10, headers={"Authorization": f"Bearer {joined['token']}"})
+        with me:
+            wallet = me.get("/api/wallet").json()
+            demo_before = _demo_worker(base, operator)
+            for crash in range(2):
+                job = me.post("/api/proof/jobs", json={"crash": True})
+                assert job.status_code == 202, job.text
+                wait_until(
+                    lambda: _demo_worker(base, operator)["restarts"] == demo_before["restarts"] + crash + 1,  # noqa: B023
+                    timeout=30,
+                    what="the demo worker restarted after the crash",
+                )
+                guess = me.post(
+                    f"/api/rounds/{current['round_id']}/guesses",
+                    json={"guess": current["keyboard"][crash:][:6]},
+                )
+                real_job = guess.json()["job_id"]
+                wait_until(
+                    lambda: me.get(f"/api/jobs/{real_job}").json()["state"] == "done",  # noqa: B023
+                    timeout=10,
+                    what="the real guess scored while the demo worker crashes",
+                )
+                assert _worker_pid(serve, tag) == real_pid  # the real worker never restarted
+            assert _demo_worker(base, operator)["pid"] != demo_before["pid"]
+            charged = me.get("/api/wallet").json()
+            assert [e for e in charged["ledger"] if e["reason"] != "guess"] == wallet["ledger"]  # no grant
+        assert "score worker pid" not in serve.output  # the real worker never ended
+        assert serve.output.count("proof worker pid") == 2
+        assert serve.stop() == 0
+    finally:
+        serve.kill()
+
+
+def test_serve_keeps_the_crash_button_off_by_default(tmp_path, redis_server, tag):
+    port = free_port()
+    serve = Serve(tmp_path / "data", port, redis_url=redis_server.url, tag=tag)
+    try:
+        serve.wait_up()
+        assert "crash button off" in serve.output
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as anon:
+            joined = anon.post("/api/players", json={"name": "Ada"}).json()
+            assert anon.get("/api/proof").json()["crash"] is False
+            crash = anon.post(
+                "/api/proof/jobs",
+                json={"crash": True},
+                headers={"Authorization": f"Bearer {joined['token']}"},
+            )
+        assert (crash.status_code, crash.json()["error"]["code"]) == (403, "proof_crash_off")
         assert serve.stop() == 0
     finally:
         serve.kill()
