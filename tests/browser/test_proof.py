@@ -1,12 +1,13 @@
-"""The Proof page in a real browser, against the real queue and real worker processes: each of its three
-buttons does what it promises, and the scored count stays 1.
+"""The Proof page in a real browser, on the proof's demo bus with real demo worker processes: each of its
+three buttons does what it promises, the scored count stays 1, and the player's real wallet is untouched.
 
-Under ``served`` no ``codemojex serve`` supervisor runs the worker (``GET /api/proof`` says
-``"worker": null``): the tests start and kill worker processes themselves, and the page shows "no worker"
-for the supervisor's pid and restarts."""
+Under ``served`` no ``codemojex serve`` supervisor runs the demo worker (``GET /api/proof`` says
+``"worker": null``): the tests open the demo round and start and kill demo worker processes themselves,
+and the page shows "no worker" for the supervisor's instance and restarts."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal
 import subprocess
@@ -14,7 +15,8 @@ import subprocess
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.web import open_round, stop_worker, worker_process
+from codemojex.proof import demo_tag
+from tests.support.web import demo_round, stop_worker, worker_process
 
 pytestmark = pytest.mark.browser
 
@@ -53,13 +55,25 @@ def player(served, page):
     return served.client(token)
 
 
-def charges_of(client, job):
+def real_guess_entries(client):
+    """The player's real ledger entries of guesses and proof grants: a proof job makes none."""
     ledger = client.get("/api/wallet").json()["ledger"]
-    return [entry for entry in ledger if entry["reason"] == "guess" and entry["job_id"] == job]
+    return [entry for entry in ledger if entry["reason"] in ("guess", "proof_grant")]
 
 
-def test_resubmitting_a_job_is_a_duplicate_and_charges_nothing(served, operator, score_worker, page):
-    open_proof(page, open_round(operator)["round_id"])
+def demo_balance(client):
+    balances: dict[str, int] = client.get("/api/proof/jobs").json()["balances"]
+    return balances
+
+
+@pytest.fixture
+def demo(redis_server, tag, run_in_thread):
+    """The demo round's id (opened as ``codemojex serve`` does)."""
+    return run_in_thread(demo_round(redis_server.url, tag))
+
+
+def test_resubmitting_a_job_is_a_duplicate_and_charges_nothing(served, demo, demo_worker, page):
+    open_proof(page, demo)
     page.get_by_test_id("proof-new").click()
     expect(page.get_by_test_id("message")).to_contain_text("admitted: JOB")
     job = picked_job(page)
@@ -68,29 +82,32 @@ def test_resubmitting_a_job_is_a_duplicate_and_charges_nothing(served, operator,
     expect(page.get_by_test_id("job-token")).to_have_text("1")
 
     with player(served, page) as client:
-        before = client.get("/api/wallet").json()["balances"]
+        before = demo_balance(client)
+        real = client.get("/api/wallet").json()
         page.get_by_test_id("proof-resubmit").click()
         expect(page.get_by_test_id("message")).to_have_text("duplicate: nothing charged, same job")
         expect(page.get_by_test_id("proof-log")).to_contain_text("(unchanged)")
         expect(page.get_by_test_id("scored-count"), "a duplicate is not scored again").to_have_text("1")
         expect(page.get_by_test_id("job-id")).to_have_text(job)
 
-        after = client.get("/api/wallet").json()["balances"]
-        assert after == before, f"the resubmission charged the wallet: {before} -> {after}"
-        assert len(charges_of(client, job)) == 1, "the job is charged exactly once"
-        info = client.get(f"/api/jobs/{job}").json()
+        after = demo_balance(client)
+        assert after == before, f"the resubmission charged the demo wallet: {before} -> {after}"
+        assert after == {"proof": 1_000_000 - 1}, "the job is charged exactly once, in the demo currency"
+        assert client.get("/api/wallet").json() == real, "the real wallet is untouched"
+        assert real_guess_entries(client) == []
+        info = client.get(f"/api/proof/jobs/{job}").json()
         assert (info["state"], info["scored_count"]) == ("done", 1)
 
 
 def test_crashing_the_worker_mid_score_redelivers_the_job_and_counts_it_once(
-    served, operator, redis_server, tag, page, screenshot
+    served, demo, redis_server, tag, page, screenshot
 ):
-    the_round = open_round(operator)
-    first = worker_process(redis_server.url, tag, armed=True, lease_ms=1500)
+    first = worker_process(redis_server.url, demo_tag(tag), armed=True, lease_ms=1500)
     second = None
     try:
         page.add_init_script(RECORD_SCORED_COUNTS)
-        open_proof(page, the_round["round_id"])
+        open_proof(page, demo)
+        expect(page.get_by_test_id("proof-crash-off"), "the crash button is on for this host").to_be_hidden()
         page.get_by_test_id("proof-crash").click()
         expect(page.get_by_test_id("message")).to_contain_text("is marked")
         job = picked_job(page)
@@ -103,14 +120,14 @@ def test_crashing_the_worker_mid_score_redelivers_the_job_and_counts_it_once(
 
         # The effect is written, the acknowledgement never came: the job sits in active under token 1.
         expect(page.get_by_test_id("job-state")).to_have_text("active")
-        expect(page.get_by_test_id("job-location")).to_have_text(f"emq:{{{tag}}}:active")
+        expect(page.get_by_test_id("job-location")).to_have_text(f"emq:{{{demo_tag(tag)}}}:active")
         expect(page.get_by_test_id("job-token")).to_have_text("1")
         expect(page.get_by_test_id("scored-count")).to_have_text("1")
         for step in ("submitted", "claimed", "effect"):
             expect(step_of(page, step), f"the step {step!r} is narrated").to_have_attribute("data-done", "1")
 
         # A second worker: the lease expires, its sweep returns the job, it re-claims it as a no-op.
-        second = worker_process(redis_server.url, tag, armed=True, lease_ms=1500)
+        second = worker_process(redis_server.url, demo_tag(tag), armed=True, lease_ms=1500)
         expect(page.get_by_test_id("job-state"), "the redelivery finishes the job").to_have_text("done")
         expect(page.get_by_test_id("job-token"), "re-claimed under the next attempts token").to_have_text("2")
         expect(page.get_by_test_id("scored-count")).to_have_text("1")
@@ -134,9 +151,10 @@ def test_crashing_the_worker_mid_score_redelivers_the_job_and_counts_it_once(
         screenshot("proof-after-crash")
 
         with player(served, page) as client:
-            info = client.get(f"/api/jobs/{job}").json()
+            info = client.get(f"/api/proof/jobs/{job}").json()
             assert (info["state"], info["attempts"], info["scored_count"]) == ("done", 2, 1)
-            assert len(charges_of(client, job)) == 1, "the crashed and redelivered job is charged once"
+            assert demo_balance(client) == {"proof": 1_000_000 - 1}, "the redelivered job is charged once"
+            assert real_guess_entries(client) == [], "nothing real is charged or granted"
         assert second.poll() is None, "the crash trigger is one-shot: the redelivery must not crash"
     finally:
         for process in (first, second):
@@ -148,9 +166,9 @@ def step_of(page, step):
     return page.locator(f'[data-testid="proof-step"][data-step="{step}"]')
 
 
-def test_a_stale_finisher_needs_an_older_token_and_the_count_stays_1(served, operator, score_worker, page):
+def test_a_stale_finisher_needs_an_older_token_and_the_count_stays_1(served, demo, demo_worker, page):
     """On a job delivered once the page explains that no older token exists yet; nothing changes."""
-    open_proof(page, open_round(operator)["round_id"])
+    open_proof(page, demo)
     page.get_by_test_id("proof-new").click()
     job = picked_job(page)
     expect(page.get_by_test_id("job-state")).to_have_text("done")
@@ -162,5 +180,18 @@ def test_a_stale_finisher_needs_an_older_token_and_the_count_stays_1(served, ope
     expect(page.get_by_test_id("scored-count"), "a refused finisher changes nothing").to_have_text("1")
     expect(page.get_by_test_id("job-state")).to_have_text("done")
     with player(served, page) as client:
-        info = client.get(f"/api/jobs/{job}").json()
+        info = client.get(f"/api/proof/jobs/{job}").json()
         assert (info["state"], info["scored_count"]) == ("done", 1)
+
+
+def test_the_page_says_when_the_crash_button_is_off(serve_app, host_config, demo, page):
+    """`codemojex serve` keeps the crash button off unless --proof-crash: the page says so, disables it."""
+    off = serve_app(dataclasses.replace(host_config, proof_crash=False))
+    page.goto(f"{off.url}/proof")
+    expect(page.get_by_test_id("round-id")).to_have_text(demo)
+    expect(page.get_by_test_id("proof-crash-off")).to_be_visible()
+    expect(page.get_by_test_id("proof-crash-off")).to_contain_text("--proof-crash")
+    expect(page.get_by_test_id("proof-crash")).to_be_disabled()
+    expect(page.get_by_test_id("proof-new")).to_be_enabled()
+    page.get_by_test_id("proof-new").click()
+    expect(page.get_by_test_id("message")).to_contain_text("admitted: JOB")

@@ -1,7 +1,9 @@
 """The seed's proof: at-least-once delivery over a branded-id-deduped effect is exactly-once in effect.
 
 The same guess job submitted any number of times is admitted once, charged once and scored once; a
-redelivered job runs as a no-op against the record; a finisher whose lease was reaped is refused.
+redelivered job runs as a no-op against the record; a finisher whose lease was reaped is refused. And
+the proof page's demo game (:mod:`codemojex.proof`) keeps to its own keys: a demo job, scored by a
+worker on the demo bus, writes no key of the real game.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import sys
 
 import pytest
 
-from codemojex import guesses, score_worker, wallet
+from codemojex import faults, guesses, proof, score_worker, wallet
 from codemojex.engine import score
+from codemojex.errors import InvalidOption
 from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from codemojex.payload import decode_payload
@@ -129,3 +132,40 @@ async def test_a_worker_whose_lease_was_reaped_and_reclaimed_cannot_complete(
     standing = game_probe.standing(the_round.id, player.id)
     assert (standing.solved, standing.attempts) == (True, 1)
     assert game_probe.bus.counters()["stale"] == 2
+
+
+async def test_the_demo_game_keeps_to_its_own_bus_round_and_wallet(
+    redis_server, tag, game, the_round, player, game_probe
+):
+    """A demo player's job (crash mark included), scored by a worker on the demo bus, on the demo round:
+    not one key of the real game or its bus changes, and the demo round has a secret of its own."""
+    before = game_probe.snapshot()
+    async with proof.demo_game(redis_server.url, tag) as demo:
+        assert demo.bus.tag == f"{tag}.proof"
+        demo_round = await proof.ensure_round(demo)
+        assert await proof.ensure_round(demo) == demo_round  # kept, not opened twice
+        assert demo_round.id != the_round.id
+        assert (demo_round.max_guesses, demo_round.prices) == (proof.ROUND_GUESSES, proof.DEMO_PRICES)
+        for _ in range(2):  # once: the second call is the same registration and grants nothing
+            await proof.ensure_player(demo, player.id)
+        assert (await wallet.read_wallet(demo, player.id)).balances == {"proof": 1_000_000}
+        job = ids.mint("JOB")
+        await faults.request_crash(demo, job)  # the mark lives in the demo keyspace: no worker here is armed
+        keys = demo_round.keyboard.keys
+        demo_guess = [keys[0], keys[1], keys[2], keys[3], keys[4], keys[5]]
+        submission = await guesses.submit(demo, demo_round.id, player.id, demo_guess, job_id=job)
+        assert (submission.outcome, submission.charged) == (Outcome.ADMITTED, ("proof", 1))
+        assert await proof.pending_total(demo) == 1
+        async with running(Worker(demo.bus, score_worker.ScoreWorker(demo).handle)) as worker:
+            await eventually(lambda: worker.processed == 1, what="the demo guess scored")
+        assert await proof.pending_total(demo) == 0
+        assert (await guesses.get_guess(demo, guess_of(job))) is not None
+        assert game_probe.client.get(demo.keys.secret(demo_round.id)) is not None
+    assert game_probe.snapshot() == before
+    assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 50, "ticket": 3}
+
+
+def test_the_demo_tag_is_the_tag_and_proof():
+    assert proof.demo_tag("cm") == "cm.proof"
+    with pytest.raises(InvalidOption):
+        proof.demo_tag("t" * 27)  # the demo tag would pass the bus's 32 characters

@@ -151,14 +151,15 @@ def open_round(operator: httpx.Client, **spec: Any) -> dict[str, Any]:
     return body
 
 
-def open_demo_round(url: str, tag: str) -> str:
+async def demo_round(url: str, tag: str) -> str:
     """Open the proof's demo round beside the game of ``tag`` (as ``codemojex serve`` does); its id."""
+    async with proof.demo_game(url, tag) as demo:
+        return (await proof.ensure_round(demo)).id
 
-    async def ensure() -> str:
-        async with proof.demo_game(url, tag) as demo:
-            return (await proof.ensure_round(demo)).id
 
-    result: str = run(ensure())
+def open_demo_round(url: str, tag: str) -> str:
+    """:func:`demo_round`, run on a loop of its own."""
+    result: str = run(demo_round(url, tag))
     return result
 
 

@@ -1,7 +1,10 @@
-// Codemojex · Proof page: the seed's interactive, against the real queue and the real worker process.
+// Codemojex · Proof page: the seed's interactive, on the proof's own demo bus, round and worker process.
 //
-// Uses the Play page's session (or joins as "proof-xxxx"), watches the score worker (an opaque instance tag
-// that changes on a restart: the host shows players no pid) every second, and one picked guess job (GET /api/jobs/{id}: every 300 ms while it moves, else every 2 s).
+// Uses the Play page's session (or joins as "proof-xxxx"): the player plays as their demo player, in the
+// worthless demo currency, on the demo round (GET /api/proof names it), so nothing here costs or grants
+// anything in the real game. Watches the demo worker (an opaque instance tag that changes on a restart: the
+// host shows players no pid) every second, and one picked demo job (GET /api/proof/jobs/{id}: every 300 ms
+// while it moves, else every 2 s). The crash button works only where the host turned it on (--proof-crash).
 // Three actions try to break exactly-once: resubmit the same job (a duplicate, nothing charged), crash the
 // worker after the effect and before the acknowledgement (the lease expires, the sweep returns the job, the
 // re-claim under token 2 is a no-op), and a stale finisher (refused). The scored count must stay 1.
@@ -20,6 +23,7 @@ const SLOW_MS = 2000;
 const ui = {
   message: byTestId("message"),
   off: byTestId("proof-off"),
+  crashOff: byTestId("proof-crash-off"),
   playerName: byTestId("player-name"),
   rejoin: byTestId("proof-rejoin"),
   roundId: byTestId("round-id"),
@@ -47,6 +51,7 @@ const ui = {
 const state = {
   session: null,
   enabled: null,
+  crashEnabled: null,
   worker: null,
   round: null,
   jobs: [],
@@ -109,7 +114,8 @@ async function call(method, path, options = {}) {
       state.session = null;
       log("the session was refused (401): joining again as a new proof player", "warn");
     }
-    if (err instanceof ApiError && err.status === 403) setEnabled(false);
+    if (err instanceof ApiError && err.status === 403 && err.code === "forbidden") setEnabled(false);
+    if (err instanceof ApiError && err.code === "proof_crash_off") setCrashEnabled(false);
     throw err;
   }
 }
@@ -140,9 +146,18 @@ function setEnabled(enabled) {
   renderButtons();
 }
 
+function setCrashEnabled(enabled) {
+  state.crashEnabled = enabled;
+  ui.crashOff.hidden = enabled !== false || state.enabled === false;
+  renderButtons();
+}
+
 async function refreshProof() {
   const data = await call("GET", "/api/proof");
   setEnabled(Boolean(data && data.enabled));
+  setCrashEnabled(Boolean(data && data.crash));
+  state.round = data && data.round_id ? data.round_id : null;
+  setText(ui.roundId, state.round || (state.enabled ? "no demo round is open (codemojex serve opens one)" : "–"));
   const activeKey = document.querySelector('[data-testid="active-key"]');
   if (activeKey && data && data.tag) activeKey.textContent = `emq:{${data.tag}}:active`;
   observeWorker((data && data.worker) || null);
@@ -172,25 +187,9 @@ function observeWorker(worker) {
 // The round and the job picker
 
 async function refreshJobs() {
-  if (!state.round) {
-    try {
-      state.round = await call("GET", "/api/rounds/current");
-    } catch (err) {
-      if (err instanceof ApiError && err.code === "no_open_round") {
-        setText(ui.roundId, "no open round (open one on the Dashboard)");
-        return;
-      }
-      throw err;
-    }
-  }
-  setText(ui.roundId, state.round.round_id);
-  try {
-    const data = await call("GET", `/api/rounds/${encodeURIComponent(state.round.round_id)}/guesses`);
-    state.jobs = [...(data.guesses || [])].reverse();
-  } catch (err) {
-    if (err instanceof ApiError && (err.code === "unknown_round" || err.status === 404)) state.round = null;
-    throw err;
-  }
+  if (state.enabled === false) return;
+  const data = await call("GET", "/api/proof/jobs");
+  state.jobs = [...(data.guesses || [])].reverse();
   renderPick();
 }
 
@@ -256,7 +255,7 @@ async function refreshJob() {
   if (state.picked) {
     const id = state.picked;
     try {
-      const job = await call("GET", `/api/jobs/${encodeURIComponent(id)}`);
+      const job = await call("GET", `/api/proof/jobs/${encodeURIComponent(id)}`);
       if (id === state.picked) observeJob(job);
     } catch (err) {
       if (err instanceof ApiError && err.code === "unknown_job") setText(ui.jobState, "unknown");
@@ -387,7 +386,7 @@ function finishNarration(job) {
 function renderButtons() {
   const off = state.enabled === false || state.busy;
   ui.newJob.disabled = off;
-  ui.crash.disabled = off;
+  ui.crash.disabled = off || state.crashEnabled === false;
   ui.resubmit.disabled = off || !state.picked;
   ui.stale.disabled = off || !state.picked;
 }
@@ -401,7 +400,6 @@ async function act(label, fn) {
     await fn();
   } catch (err) {
     report(friendlyError(err), "error");
-    if (err instanceof ApiError && err.code === "no_open_round") state.round = null;
   } finally {
     state.busy = false;
     renderButtons();
@@ -422,8 +420,8 @@ function onNew() {
 
 async function balances() {
   try {
-    const wallet = await call("GET", "/api/wallet");
-    return wallet.balances || {};
+    const mine = await call("GET", "/api/proof/jobs");
+    return mine.balances || {};
   } catch {
     return null;
   }
