@@ -1,5 +1,5 @@
-"""Named fault points, armed only by the ``CODEMOJEX_FAULTS`` environment variable (tests, and the proof
-worker of ``codemojex serve``; never a normal run): a comma-separated list of ``point`` or
+"""Named fault points, armed only by the ``CODEMOJEX_FAULTS`` environment variable (tests, and the proof's
+demo worker of ``codemojex serve --proof-crash``; never a normal run): a comma-separated list of ``point`` or
 ``point@probability`` (as :mod:`echomq.worker.faults`, whose draws ``ECHOMQ_FAULTS_SEED`` seeds). Unset, every
 check is one dictionary lookup and false. The queue's own points (after claim, mid-handler, before the
 acknowledgement, mid-extension) are :mod:`echomq.worker.faults`'s, armed by ``ECHOMQ_FAULTS``.
@@ -13,8 +13,9 @@ Points:
 
 ``score.after_effect.requested``
     The same crash, but only for a job the host marked with :func:`request_crash` (a one-shot trigger
-    key, deleted when it fires, so the redelivery runs normally). ``codemojex serve`` arms it in its
-    worker for the proof page's "crash the worker mid-score" button; nothing else sets the trigger.
+    key, deleted when it fires, so the redelivery runs normally). ``codemojex serve --proof-crash`` arms
+    it in the proof's demo worker only (the demo bus of :mod:`codemojex.proof`), for the proof page's
+    "crash the worker mid-score" button, whose host sets the trigger in the demo keyspace only.
 
 ``score.before_effect``
     The score worker, having scored the guess but before running the script, stops its own process

@@ -34,7 +34,7 @@ key                         type    holds
 ``names``                   hash    a display name's skeleton (codemojex.names) -> the player holding it
 ``latency``                 hash    submit->scored latency histogram: bucket -> count, count, sum_ms
 ``idempotency:<PLR>:<H>``   hash    an Idempotency-Key (H: its SHA-256) -> the JOB it named, digest
-``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof page's crash)
+``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof's crash, demo game only)
 ==========================  ======  ==========================================================
 """
 

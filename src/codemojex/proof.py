@@ -43,6 +43,7 @@ CALLER_CAP = 3  # demo jobs waiting on one caller's lane
 TOTAL_CAP = 50  # demo jobs pending on the demo bus
 ROUND_GUESSES = 200  # demo guesses per caller and demo round
 ROUND_S = 3600.0  # a demo round's life
+ROUND_OVERLAP_MS = 120_000  # the next demo round opens this long before the current one ends
 DEMO_POOL = 32  # the host's connections to the demo bus
 
 
@@ -82,10 +83,14 @@ async def current_round(demo: Game) -> rounds.Round | None:
 
 async def ensure_round(demo: Game) -> rounds.Round:
     """The demo round open now, else a new one (a random keyboard and secret, :data:`ROUND_S` long,
-    :data:`ROUND_GUESSES` guesses per player). Only a process allowed to write secrets calls this."""
+    :data:`ROUND_GUESSES` guesses per player), opened :data:`ROUND_OVERLAP_MS` before the current one
+    ends (``codemojex serve`` checks every 30 s). Only a process allowed to write secrets calls this."""
     current = await rounds.current_round(demo)
-    if current is not None:
+    if current is not None and (
+        current.closes_ms is None or current.closes_ms - await rounds.server_ms(demo) > ROUND_OVERLAP_MS
+    ):
         return current
+    # None open, or the open one ends within the overlap: the next one opens now, so there is always one.
     return await rounds.open_round(demo, duration_s=ROUND_S, max_guesses=ROUND_GUESSES)
 
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from codemojex import faults, guesses, proof, score_worker, wallet
+from codemojex import faults, guesses, proof, rounds, score_worker, wallet
 from codemojex.engine import score
 from codemojex.errors import InvalidOption
 from codemojex.guesses import Outcome
@@ -169,3 +169,15 @@ def test_the_demo_tag_is_the_tag_and_proof():
     assert proof.demo_tag("cm") == "cm.proof"
     with pytest.raises(InvalidOption):
         proof.demo_tag("t" * 27)  # the demo tag would pass the bus's 32 characters
+
+
+async def test_the_next_demo_round_opens_before_the_current_one_ends(redis_server, tag):
+    """A demo round ending within the overlap is followed at once: the proof never lacks a round."""
+    async with proof.demo_game(redis_server.url, tag) as demo:
+        ending = await rounds.open_round(demo, duration_s=60)
+        following = await proof.ensure_round(demo)
+        assert following.id != ending.id
+        assert following.closes_ms is not None
+        assert following.closes_ms - following.opens_ms == int(proof.ROUND_S * 1000)
+        assert await proof.current_round(demo) == following
+        assert await proof.ensure_round(demo) == following  # an hour left: kept
