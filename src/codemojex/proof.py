@@ -77,15 +77,21 @@ def demo_game(
 
 
 async def current_round(demo: Game) -> rounds.Round | None:
-    """The demo round open now, or None (``codemojex serve`` opens one; see :func:`ensure_round`)."""
-    return await rounds.current_round(demo)
+    """The demo round open now, or None (``codemojex serve`` opens one; see :func:`ensure_round`). Only
+    the two newest demo rounds are read (they overlap by :data:`ROUND_OVERLAP_MS` at most): the page
+    polls this every second."""
+    now = await rounds.server_ms(demo)
+    for candidate in await rounds.list_rounds(demo, 2):
+        if candidate.status_at(now) is rounds.RoundStatus.OPEN:
+            return candidate
+    return None
 
 
 async def ensure_round(demo: Game) -> rounds.Round:
     """The demo round open now, else a new one (a random keyboard and secret, :data:`ROUND_S` long,
     :data:`ROUND_GUESSES` guesses per player), opened :data:`ROUND_OVERLAP_MS` before the current one
     ends (``codemojex serve`` checks every 30 s). Only a process allowed to write secrets calls this."""
-    current = await rounds.current_round(demo)
+    current = await current_round(demo)
     if current is not None and (
         current.closes_ms is None or current.closes_ms - await rounds.server_ms(demo) > ROUND_OVERLAP_MS
     ):
