@@ -20,6 +20,7 @@ from fastapi.responses import PlainTextResponse
 from codemojex.game import translate_errors
 from codemojex.latency import read_latency
 from codemojex.web.host import host_of
+from codemojex.web.problems import answers
 
 router = APIRouter()
 
@@ -36,7 +37,7 @@ def _seconds(ms: float) -> str:
     return repr(ms / 1000)
 
 
-@router.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
+@router.get("/metrics", response_class=PlainTextResponse, tags=["metrics"], responses=answers())
 async def metrics(request: Request) -> PlainTextResponse:
     game = host_of(request).game
     with translate_errors():
