@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from codemojex import proof
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
-from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
+from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api, schemas
 from codemojex.web.headers import SecurityHeaders, add_docs
 from codemojex.web.host import Host, HostConfig, host_of
 from codemojex.web.hub import Hub
@@ -95,7 +95,7 @@ def create_app(config: HostConfig) -> FastAPI:
     for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
         app.include_router(router)
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], response_model=schemas.HealthOut, responses=problems.answers())
     async def healthz(request: Request) -> dict[str, Any]:
         with translate_errors():
             await host_of(request).game.redis.ping()

@@ -10,11 +10,26 @@ from __future__ import annotations
 import secrets
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from codemojex import players
 from codemojex.web.host import host_of
 from codemojex.web.problems import Problem
+
+PLAYER_TOKEN = HTTPBearer(
+    scheme_name="player",
+    description="the token POST /api/players answered (shown once)",
+    auto_error=False,
+)
+OPERATOR_TOKEN = HTTPBearer(
+    scheme_name="operator",
+    description="the host's operator token (codemojex serve prints where it is)",
+    auto_error=False,
+)
+Declared = HTTPAuthorizationCredentials | None
+"""What the schemes give a route: only declared, so the OpenAPI schema names the scheme; the token is
+read by :func:`bearer`, one parser for every route."""
 
 
 def bearer(request: Request) -> str | None:
@@ -42,12 +57,12 @@ async def player_of(request: Request, token: str | None) -> str:
     return player_id
 
 
-async def current_player(request: Request) -> str:
+async def current_player(request: Request, _: Annotated[Declared, Security(PLAYER_TOKEN)]) -> str:
     """The calling player's id (a dependency of every player route)."""
     return await player_of(request, bearer(request))
 
 
-async def require_operator(request: Request) -> None:
+async def require_operator(request: Request, _: Annotated[Declared, Security(OPERATOR_TOKEN)]) -> None:
     """A dependency of every operator route."""
     token = bearer(request)
     if token is None:
@@ -56,5 +71,13 @@ async def require_operator(request: Request) -> None:
         raise Problem(403, "forbidden", "this needs the operator token")
 
 
+async def either_token(
+    _player: Annotated[Declared, Security(PLAYER_TOKEN)],
+    _operator: Annotated[Declared, Security(OPERATOR_TOKEN)],
+) -> None:
+    """Declares that a route takes a player's token or the operator's (it reads which itself)."""
+
+
 PlayerId = Annotated[str, Depends(current_player)]
+EitherToken = Depends(either_token)
 Operator = Depends(require_operator)

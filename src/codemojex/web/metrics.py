@@ -1,4 +1,5 @@
-"""``GET /metrics``: the Prometheus text format (version 0.0.4), read from Redis on each scrape.
+"""``GET /metrics``: the Prometheus text format, read from Redis on each scrape and written by
+``prometheus_client`` (a custom collector over one snapshot, so the text is the library's own).
 
 Every figure comes from state the scripts keep (counters move inside the scripts, so they agree with the
 queue), so any number of hosts report the same values:
@@ -14,58 +15,85 @@ queue), so any number of hosts report the same values:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 from fastapi import APIRouter, Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from codemojex.game import translate_errors
-from codemojex.latency import read_latency
+from codemojex.latency import Histogram, read_latency
 from codemojex.web.host import host_of
+from codemojex.web.problems import answers
+from echomq.stats import Stats
 
 router = APIRouter()
 
 LANES_SHOWN = 20
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _family(lines: list[str], name: str, kind: str, help_text: str) -> None:
-    lines.append(f"# HELP {name} {help_text}")
-    lines.append(f"# TYPE {name} {kind}")
+@dataclass(frozen=True, slots=True, eq=False)  # eq=False: hashed by identity, as a registry needs
+class Snapshot(Collector):
+    """What one scrape read from Redis, as metric families."""
+
+    stats: Stats
+    latency: Histogram
+    players: int
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats
+        jobs = CounterMetricFamily(
+            "echomq_jobs", "Queue events, counted inside the Lua scripts.", labels=["event"]
+        )
+        for name, value in stats.counters.items():
+            jobs.add_metric([name], value)
+        yield jobs
+        depth = GaugeMetricFamily("echomq_jobs", "Jobs in each state now.", labels=["state"])
+        for state, value in (
+            ("queued", stats.queued),
+            ("delayed", stats.delayed),
+            ("active", stats.active),
+            ("done", stats.done),
+            ("dead", stats.dead),
+        ):
+            depth.add_metric([state], value)
+        yield depth
+        yield GaugeMetricFamily(
+            "echomq_lanes_waiting", "Lanes holding at least one queued job.", value=stats.lanes_total
+        )
+        yield GaugeMetricFamily(
+            "echomq_fairness_lag_max", "The highest fairness lag a claim has observed.", value=stats.lag_max
+        )
+        deepest = max((lane.depth for lane in stats.lanes), default=0)
+        yield GaugeMetricFamily(
+            "echomq_lane_depth_max",
+            f"The deepest of the first {LANES_SHOWN} lanes of the ring.",
+            value=deepest,
+        )
+        latency = self.latency
+        buckets = [(repr(bound / 1000), count) for bound, count in latency.cumulative]
+        yield HistogramMetricFamily(
+            "codemojex_submit_to_scored_seconds",
+            "From admission to the scored record, on the Redis clock.",
+            buckets=[*buckets, ("+Inf", latency.count)],
+            sum_value=latency.sum_ms / 1000,
+        )
+        yield CounterMetricFamily(
+            "codemojex_guesses_scored", "Guesses scored (each once in effect).", value=latency.count
+        )
+        yield GaugeMetricFamily("codemojex_players", "Registered players.", value=self.players)
 
 
-def _seconds(ms: float) -> str:
-    return repr(ms / 1000)
-
-
-@router.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
-async def metrics(request: Request) -> PlainTextResponse:
+@router.get("/metrics", response_class=Response, tags=["metrics"], responses=answers())
+async def metrics(request: Request) -> Response:
     game = host_of(request).game
     with translate_errors():
         stats = await game.bus.stats(lanes=LANES_SHOWN)
         players = await game.redis.zcard(game.keys.players)
     latency = await read_latency(game)
-    lines: list[str] = []
-    _family(lines, "echomq_jobs_total", "counter", "Queue events, counted inside the Lua scripts.")
-    lines += [f'echomq_jobs_total{{event="{name}"}} {value}' for name, value in stats.counters.items()]
-    _family(lines, "echomq_jobs", "gauge", "Jobs in each state now.")
-    depth = {"queued": stats.queued, "delayed": stats.delayed, "active": stats.active}
-    depth |= {"done": stats.done, "dead": stats.dead}
-    lines += [f'echomq_jobs{{state="{state}"}} {value}' for state, value in depth.items()]
-    _family(lines, "echomq_lanes_waiting", "gauge", "Lanes holding at least one queued job.")
-    lines.append(f"echomq_lanes_waiting {stats.lanes_total}")
-    _family(lines, "echomq_fairness_lag_max", "gauge", "The highest fairness lag a claim has observed.")
-    lines.append(f"echomq_fairness_lag_max {stats.lag_max}")
-    _family(
-        lines, "echomq_lane_depth_max", "gauge", f"The deepest of the first {LANES_SHOWN} lanes of the ring."
-    )
-    lines.append(f"echomq_lane_depth_max {max((lane.depth for lane in stats.lanes), default=0)}")
-    name = "codemojex_submit_to_scored_seconds"
-    _family(lines, name, "histogram", "From admission to the scored record, on the Redis clock.")
-    lines += [f'{name}_bucket{{le="{_seconds(bound)}"}} {count}' for bound, count in latency.cumulative]
-    lines.append(f'{name}_bucket{{le="+Inf"}} {latency.count}')
-    lines.append(f"{name}_sum {_seconds(latency.sum_ms)}")
-    lines.append(f"{name}_count {latency.count}")
-    _family(lines, "codemojex_guesses_scored_total", "counter", "Guesses scored (each once in effect).")
-    lines.append(f"codemojex_guesses_scored_total {latency.count}")
-    _family(lines, "codemojex_players", "gauge", "Registered players.")
-    lines.append(f"codemojex_players {int(players)}")
-    return PlainTextResponse("\n".join(lines) + "\n", media_type=CONTENT_TYPE)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Snapshot(stats, latency, int(players)))
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

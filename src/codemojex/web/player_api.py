@@ -20,10 +20,10 @@ from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, Unk
 from codemojex.game import translate_errors
 from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus
-from codemojex.web import idempotency, views
-from codemojex.web.auth import PlayerId, bearer, is_operator, player_of
+from codemojex.web import idempotency, schemas, views
+from codemojex.web.auth import EitherToken, PlayerId, bearer, is_operator, player_of
 from codemojex.web.host import host_of
-from codemojex.web.problems import REFUSAL_STATUS, Problem
+from codemojex.web.problems import REFUSAL_STATUS, Problem, answers
 from echomq import JobInfo
 
 router = APIRouter(prefix="/api")
@@ -55,7 +55,13 @@ async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, An
     return views.round_view(the_round, now, secret)
 
 
-@router.post("/players", status_code=201, tags=["players"])
+@router.post(
+    "/players",
+    status_code=201,
+    tags=["players"],
+    response_model=schemas.NewPlayerOut,
+    responses=answers(400, 409, 413, 422, 429),
+)
 async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
     """Register a player with the starting grant; the token is shown once."""
     token = players.new_token()
@@ -63,13 +69,13 @@ async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
     return {"player_id": player.id, "name": player.name, "token": token, "created_ms": player.created_ms}
 
 
-@router.get("/me", tags=["players"])
+@router.get("/me", tags=["players"], response_model=schemas.PlayerOut, responses=answers(401, 404))
 async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
     player = await players.get_player(host_of(request).game, player_id)
     return {"player_id": player.id, "name": player.name, "created_ms": player.created_ms}
 
 
-@router.get("/wallet", tags=["players"])
+@router.get("/wallet", tags=["players"], response_model=schemas.WalletOut, responses=answers(401))
 async def my_wallet(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """Balances and the newest ledger entries (oldest first)."""
     return views.wallet_view(
@@ -77,7 +83,7 @@ async def my_wallet(request: Request, player_id: PlayerId) -> dict[str, Any]:
     )
 
 
-@router.get("/rounds/current", tags=["rounds"])
+@router.get("/rounds/current", tags=["rounds"], response_model=schemas.RoundOut, responses=answers(404))
 async def current(request: Request) -> dict[str, Any]:
     the_round = await rounds.current_round(host_of(request).game)
     if the_round is None:
@@ -85,7 +91,7 @@ async def current(request: Request) -> dict[str, Any]:
     return await _round_json(request, the_round)
 
 
-@router.get("/rounds", tags=["rounds"])
+@router.get("/rounds", tags=["rounds"], response_model=schemas.RoundsOut, responses=answers(422))
 async def recent(request: Request, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> dict[str, Any]:
     game = host_of(request).game
     now = await rounds.server_ms(game)
@@ -95,7 +101,9 @@ async def recent(request: Request, limit: Annotated[int, Query(ge=1, le=100)] = 
     return {"rounds": [views.round_view(r, now, secrets.get(r.id)) for r in listed]}
 
 
-@router.get("/rounds/{round_id}", tags=["rounds"])
+@router.get(
+    "/rounds/{round_id}", tags=["rounds"], response_model=schemas.RoundOut, responses=answers(400, 404)
+)
 async def one_round(request: Request, round_id: str) -> dict[str, Any]:
     return await _round_json(request, await rounds.get_round(host_of(request).game, round_id))
 
@@ -113,7 +121,13 @@ def _with_locks(guess: str | list[str | None], positions: dict[int, str]) -> str
     return slots
 
 
-@router.post("/rounds/{round_id}/guesses", status_code=202, tags=["guesses"])
+@router.post(
+    "/rounds/{round_id}/guesses",
+    status_code=202,
+    tags=["guesses"],
+    response_model=schemas.SubmissionOut,
+    responses=answers(400, 401, 402, 404, 409, 413, 422, 429),
+)
 async def submit_guess(
     request: Request,
     round_id: str,
@@ -163,7 +177,12 @@ async def submit_guess(
     return views.submission_view(submission)
 
 
-@router.get("/rounds/{round_id}/guesses", tags=["guesses"])
+@router.get(
+    "/rounds/{round_id}/guesses",
+    tags=["guesses"],
+    response_model=schemas.MyGuessesOut,
+    responses=answers(400, 401, 404, 422),
+)
 async def my_guesses(
     request: Request, round_id: str, player_id: PlayerId, limit: Annotated[int, Query(ge=1, le=1000)] = 200
 ) -> dict[str, Any]:
@@ -181,7 +200,12 @@ async def my_guesses(
     }
 
 
-@router.put("/rounds/{round_id}/locks/{position}", tags=["guesses"])
+@router.put(
+    "/rounds/{round_id}/locks/{position}",
+    tags=["guesses"],
+    response_model=schemas.LockOut,
+    responses=answers(400, 401, 404, 409, 422),
+)
 async def lock_position(
     request: Request, round_id: str, position: int, player_id: PlayerId
 ) -> dict[str, Any]:
@@ -189,7 +213,12 @@ async def lock_position(
     return {"position": position, "key": key}
 
 
-@router.delete("/rounds/{round_id}/locks/{position}", tags=["guesses"])
+@router.delete(
+    "/rounds/{round_id}/locks/{position}",
+    tags=["guesses"],
+    response_model=schemas.UnlockOut,
+    responses=answers(400, 401, 404, 409, 422),
+)
 async def unlock_position(
     request: Request, round_id: str, position: int, player_id: PlayerId
 ) -> dict[str, Any]:
@@ -198,7 +227,12 @@ async def unlock_position(
     return {"position": position, "removed": removed}
 
 
-@router.get("/rounds/{round_id}/leaderboard", tags=["rounds"])
+@router.get(
+    "/rounds/{round_id}/leaderboard",
+    tags=["rounds"],
+    response_model=schemas.BoardOut,
+    responses=answers(400, 404, 422),
+)
 async def board(
     request: Request, round_id: str, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> dict[str, Any]:
@@ -238,7 +272,13 @@ async def job_json(request: Request, info: JobInfo, *, operator: bool) -> dict[s
     return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now, operator=operator)
 
 
-@router.get("/jobs/{job_id}", tags=["guesses"])
+@router.get(
+    "/jobs/{job_id}",
+    tags=["guesses"],
+    response_model=schemas.JobOut,
+    responses=answers(400, 401, 404),
+    dependencies=[EitherToken],
+)
 async def job(request: Request, job_id: str) -> dict[str, Any]:
     """A guess job of the caller's (the operator token sees any): its location in the bus's keyspace,
     its attempts token (the fence) and how many guess records exist for it."""

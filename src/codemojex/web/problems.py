@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codemojex import errors
@@ -54,12 +55,70 @@ class Problem(Exception):
         self.extra = extra
 
 
+class FieldError(BaseModel):
+    loc: list[str] = Field(description="where: body, query or path, then the field")
+    msg: str
+
+
+class ErrorDetail(BaseModel):
+    """The error: a stable ``code``, a sentence for people, the status again; a few errors add fields."""
+
+    model_config = ConfigDict(extra="allow")
+    code: str = Field(description="stable, machine-readable: what went wrong")
+    message: str
+    status: int
+    problem: str | None = Field(default=None, description="a bad guess: which rule it broke")
+    errors: list[FieldError] | None = Field(default=None, description="a malformed request: each field")
+    job_id: str | None = Field(default=None, description="a refused guess: the job id it would have had")
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx and 5xx answer of the API has this shape."""
+
+    error: ErrorDetail
+
+
+RETRY_AFTER = {
+    "Retry-After": {"description": "seconds to wait before trying again", "schema": {"type": "integer"}}
+}
+
+DESCRIBED: dict[int, tuple[str, bool]] = {  # status -> (what it means, whether Retry-After is sent)
+    400: ("invalid input: an id, a guess, a name or a parameter the game refuses", False),
+    401: ("no token, or a token that names nobody (WWW-Authenticate: Bearer)", False),
+    402: ("the wallet cannot pay the round's price", False),
+    403: ("a player token on an operator route, or a feature off on this host", False),
+    404: ("no such round, job or player of yours (another player's look the same as none)", False),
+    409: (
+        "the state refuses it: round closed or not open, solved already, a name taken, a key reused",
+        False,
+    ),
+    413: ("the request body is over the host's limit", False),
+    422: ("the request is malformed: not UTF-8 JSON, or not the shape this endpoint takes", False),
+    429: ("too many: a rate limit, or too many of your guesses queued", True),
+    503: ("Redis is unavailable right now: nothing was changed, or the call is safe to retry", True),
+}
+
+
+def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route that can answer ``statuses`` (503 is added: any route may meet Redis
+    down), each with the error shape, for the OpenAPI schema."""
+    documented: dict[int | str, dict[str, Any]] = {}
+    for status in sorted({*statuses, 503}):
+        description, retry = DESCRIBED[status]
+        documented[status] = {"model": ErrorBody, "description": description}
+        if retry:
+            documented[status]["headers"] = RETRY_AFTER
+    return documented
+
+
 def body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status, **extra}}
 
 
 def respond(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if status in (429, 503):  # both pass: say when to try again (DESCRIBED says which send it)
+        headers["Retry-After"] = "1"
     return JSONResponse(body(status, code, message, **extra), status_code=status, headers=headers)
 
 

@@ -1,0 +1,223 @@
+"""The typed bodies of the API's 2xx answers, as the OpenAPI schema publishes them.
+
+Each route declares one of these as its ``response_model``; FastAPI checks every answer against it. They
+forbid extra fields, so an answer that drifts from its published shape (a field added to a view and not
+here) fails the suite instead of reaching a client unannounced. The error shape is
+:class:`codemojex.web.problems.ErrorBody`. The field meanings are those of :mod:`codemojex.web.views`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PriceOut(Shape):
+    currency: str
+    amount: int
+
+
+class RoundOut(Shape):
+    round_id: str
+    keyboard: list[str]
+    length: int
+    prices: list[PriceOut] = Field(description="in order of preference: the first the wallet can pay")
+    status: str = Field(description="scheduled, open or closed")
+    opens_ms: int
+    closes_ms: int | None
+    closed_ms: int | None
+    max_guesses: int | None
+    server_ms: int = Field(description="the Redis server's clock when this was read")
+    secret: list[str] | None = Field(description="the code, once the round is closed; else null")
+
+
+class RoundsOut(Shape):
+    rounds: list[RoundOut]
+
+
+class NewPlayerOut(Shape):
+    player_id: str
+    name: str
+    token: str = Field(description="the player's bearer token: shown once, keep it")
+    created_ms: int
+
+
+class PlayerOut(Shape):
+    player_id: str
+    name: str
+    created_ms: int
+
+
+class LedgerEntryOut(Shape):
+    at_ms: int
+    currency: str
+    delta: int
+    balance: int
+    reason: str
+    job_id: str | None
+
+
+class WalletOut(Shape):
+    player_id: str
+    balances: dict[str, int]
+    ledger: list[LedgerEntryOut] = Field(description="the newest entries, oldest first")
+    ledger_total: int
+
+
+class SubmissionOut(Shape):
+    job_id: str | None
+    status: str = Field(description="admitted, or duplicate for a job id already admitted")
+    charged: PriceOut | None
+    guess: list[str]
+
+
+class FeedbackOut(Shape):
+    code: str = Field(description="one mark a position: hit, near or miss as 🟩🟨⬜")
+    marks: list[str]
+    hits: int
+    nears: int
+    solved: bool
+
+
+class GuessOut(Shape):
+    job_id: str
+    guess: list[str]
+    state: str
+    submitted_ms: int
+    feedback: FeedbackOut | None
+    scored_ms: int | None
+    attempt: int | None
+    counted: bool | None
+
+
+class MyGuessesOut(Shape):
+    round_id: str
+    guesses: list[GuessOut]
+    locks: dict[str, str] = Field(description="position (0-based, as text) -> the locked key")
+    proven: dict[str, str] = Field(description="position -> the key a scored guess proved a hit there")
+
+
+class LockOut(Shape):
+    position: int
+    key: str
+
+
+class UnlockOut(Shape):
+    position: int
+    removed: bool
+
+
+class EntryOut(Shape):
+    rank: int
+    player_id: str
+    name: str
+    solved: bool
+    hits: int
+    nears: int
+    attempts: int
+
+
+class BoardOut(Shape):
+    round_id: str
+    entries: list[EntryOut]
+
+
+class JobOut(Shape):
+    job_id: str
+    state: str
+    lane: str
+    location: str | None = Field(description="the key holding the id; null for a trimmed tombstone")
+    attempts: int = Field(description="the attempts token: the fence a finisher must hold")
+    tries: int
+    max_attempts: int
+    deadline_ms: int | None
+    finished_ms: int | None
+    owner: str | None = Field(description="the claiming worker: shown to the operator only")
+    error: str | None
+    trimmed: bool
+    guess_id: str
+    scored_count: int
+    server_ms: int
+
+
+class HealthOut(Shape):
+    ok: bool
+
+
+class ClosedOut(Shape):
+    round_id: str
+    closed_ms: int
+
+
+class LaneOut(Shape):
+    lane: str
+    depth: int
+    lag: int
+
+
+class DepthOut(Shape):
+    queued: int
+    delayed: int
+    active: int
+    done: int
+    dead: int
+
+
+class StatsOut(Shape):
+    counters: dict[str, int]
+    depth: DepthOut
+    lanes_total: int
+    lanes: list[LaneOut]
+    lag_max: int
+    server_ms: int
+    tag: str
+
+
+class LeaseOut(Shape):
+    job_id: str
+    lane: str
+    deadline_ms: int
+    attempts: int
+    owner: str
+
+
+class LeasesOut(Shape):
+    server_ms: int
+    leases: list[LeaseOut]
+
+
+class DeadJobOut(Shape):
+    job_id: str
+    lane: str
+    dead_ms: int
+    tries: int
+    error: str
+
+
+class DeadOut(Shape):
+    dead: list[DeadJobOut]
+
+
+class RetriedOut(Shape):
+    job_id: str
+    retried: bool
+
+
+class RefundOut(Shape):
+    job_id: str
+    outcome: str = Field(description="refunded, already, not_dead, scored or uncharged")
+    refunded: PriceOut | None
+
+
+class SampleOut(Shape):
+    at_ms: int
+    admitted: int
+    completed: int
+
+
+class ThroughputOut(Shape):
+    interval_s: float
+    samples: list[SampleOut]
