@@ -73,9 +73,9 @@ def test_the_proof_shows_players_an_opaque_worker_instance_and_the_operator_its_
     with served.client() as anon, served.client(OPERATOR) as operator:
         for client in (anon, ada):
             shown = client.get("/api/proof").json()["worker"]
-            assert set(shown) == {"instance", "alive"}
+            assert shown["pid"] is None and shown["restarts"] is None  # the schema's fields, empty
             assert shown["alive"] is True
-            assert "4242" not in shown["instance"]
+            assert "4242" not in str(shown)
         before = anon.get("/api/proof").json()["worker"]["instance"]
         seen = operator.get("/api/proof").json()["worker"]
         assert seen == {"instance": before, "alive": True, "pid": 4242, "restarts": 3}

@@ -100,10 +100,11 @@ DESCRIBED: dict[int, tuple[str, bool]] = {  # status -> (what it means, whether 
 
 
 def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The ``responses`` of a route that can answer ``statuses`` (503 is added: any route may meet Redis
-    down), each with the error shape, for the OpenAPI schema."""
+    """The ``responses`` of a route that can answer ``statuses``, each with the error shape, for the
+    OpenAPI schema. 422 and 503 are added: any route checks its parameters (FastAPI would otherwise
+    publish its own 422 shape) and may meet Redis down."""
     documented: dict[int | str, dict[str, Any]] = {}
-    for status in sorted({*statuses, 503}):
+    for status in sorted({*statuses, 422, 503}):
         description, retry = DESCRIBED[status]
         documented[status] = {"model": ErrorBody, "description": description}
         if retry:

@@ -39,10 +39,10 @@ from codemojex.errors import UnknownJob, UnknownPlayer
 from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, check_id, guess_of
 from codemojex.payload import decode_payload
-from codemojex.web import views
+from codemojex.web import schemas, views
 from codemojex.web.auth import PlayerId, bearer, is_operator
 from codemojex.web.host import WorkerStatus, host_of
-from codemojex.web.problems import REFUSAL_STATUS, Problem
+from codemojex.web.problems import REFUSAL_STATUS, Problem, answers
 from echomq import Claim, JobInfo, ids
 
 router = APIRouter(prefix="/api/proof", tags=["proof"])
@@ -70,7 +70,7 @@ def instance_of(worker: WorkerStatus) -> str:
     return hmac.new(_INSTANCE_KEY, seen, hashlib.sha256).hexdigest()[:12]
 
 
-@router.get("")
+@router.get("", response_model=schemas.ProofStatusOut, responses=answers())
 async def status(request: Request) -> dict[str, Any]:
     """The proof's switches, its demo tag and round, its caps and the demo worker (see the module doc)."""
     host = host_of(request)
@@ -100,7 +100,12 @@ def _answer(submission: guesses.Submission) -> dict[str, Any]:
     return views.submission_view(submission)
 
 
-@router.post("/jobs", status_code=202)
+@router.post(
+    "/jobs",
+    status_code=202,
+    response_model=schemas.SubmissionOut,
+    responses=answers(401, 403, 404, 409, 413, 422, 429),
+)
 async def new_job(request: Request, spec: NewProofJob, player_id: PlayerId) -> dict[str, Any]:
     """A demo guess job of the caller's demo player on the demo round (crash: see the module doc)."""
     demo = _demo(request)
@@ -122,7 +127,7 @@ async def new_job(request: Request, spec: NewProofJob, player_id: PlayerId) -> d
     return _answer(await guesses.submit(demo, the_round.id, player_id, guess, job_id=job))
 
 
-@router.get("/jobs")
+@router.get("/jobs", response_model=schemas.ProofJobsOut, responses=answers(401, 403))
 async def my_jobs(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """The caller's demo jobs in the demo round (oldest first) and their demo balances."""
     demo = _demo(request)
@@ -152,7 +157,7 @@ async def _inspect(demo: Game, job_id: str, owner: str) -> JobInfo:
     return info
 
 
-@router.get("/jobs/{job_id}")
+@router.get("/jobs/{job_id}", response_model=schemas.JobOut, responses=answers(400, 401, 403, 404))
 async def job(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     """Where the caller's demo job is, its attempts token and its scored count."""
     demo = _demo(request)
@@ -167,7 +172,12 @@ async def job(request: Request, job_id: str, player_id: PlayerId) -> dict[str, A
     return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now)
 
 
-@router.post("/jobs/{job_id}/resubmit", status_code=202)
+@router.post(
+    "/jobs/{job_id}/resubmit",
+    status_code=202,
+    response_model=schemas.SubmissionOut,
+    responses=answers(400, 401, 403, 404, 409, 429),
+)
 async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     demo = _demo(request)
     info = await _inspect(demo, job_id, player_id)
@@ -177,7 +187,9 @@ async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[s
     return _answer(await guesses.submit(demo, request_.round, player_id, list(request_.guess), job_id=job_id))
 
 
-@router.post("/jobs/{job_id}/stale")
+@router.post(
+    "/jobs/{job_id}/stale", response_model=schemas.StaleOut, responses=answers(400, 401, 403, 404, 409)
+)
 async def stale(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     demo = _demo(request)
     info = await _inspect(demo, job_id, player_id)

@@ -221,3 +221,38 @@ class SampleOut(Shape):
 class ThroughputOut(Shape):
     interval_s: float
     samples: list[SampleOut]
+
+
+class ProofWorkerOut(Shape):
+    instance: str = Field(description="an opaque tag of the demo worker process: it changes on a restart")
+    alive: bool
+    pid: int | None = Field(default=None, description="the operator token only")
+    restarts: int | None = Field(default=None, description="the operator token only")
+
+
+class ProofCapsOut(Shape):
+    per_caller: int
+    total: int
+
+
+class ProofStatusOut(Shape):
+    enabled: bool
+    crash: bool
+    tag: str | None = Field(description="the demonstration bus's tag")
+    round_id: str | None = Field(description="the open demonstration round")
+    caps: ProofCapsOut
+    worker: ProofWorkerOut | None
+
+
+class ProofJobsOut(Shape):
+    round_id: str | None
+    guesses: list[GuessOut]
+    balances: dict[str, int] = Field(description="the demo wallet: worthless proof currency")
+
+
+class StaleOut(Shape):
+    job_id: str
+    token_used: int
+    token_current: int
+    outcome: str = Field(description="the fenced finish's answer: stale when the old token is refused")
+    state: str
