@@ -172,6 +172,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="default $CODEMOJEX_OPERATOR_TOKEN, else one kept in the data folder",
     )
 
+    limits = serve.add_argument_group("limits", "admission control (README: Limits)")
+    limits.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="believe X-Forwarded-For from this proxy address or network (repeatable; default none)",
+    )
+    limits.add_argument("--inflight-per-address", type=count(1), default=32, metavar="N")
+    limits.add_argument(
+        "--inflight", type=count(1), default=None, metavar="N", help="default: 3/4 of the pool"
+    )
+    limits.add_argument("--streams-per-player", type=count(1), default=3, metavar="N")
+    limits.add_argument("--streams-per-address", type=count(1), default=12, metavar="N")
+    limits.add_argument("--streams", type=count(1), default=1000, metavar="N", help="event streams in all")
+    limits.add_argument("--signups-per-hour", type=count(1), default=10, metavar="N", help="per address")
+    limits.add_argument("--limit-concurrency", type=count(1), default=2000, metavar="N", help="connections")
+    limits.add_argument("--keep-alive", type=count(1), default=5, metavar="S", help="idle keep-alive, s")
+    limits.add_argument("--body-timeout", type=count(1), default=10, metavar="S", help="a body's upload, s")
+
     conformance = sub.add_parser(
         "conformance",
         parents=[common],

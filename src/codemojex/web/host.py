@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from codemojex.game import Game, GameSettings
+from codemojex.web.admission import Limits
 
 if TYPE_CHECKING:
     from codemojex.web.hub import Hub
@@ -30,7 +31,8 @@ class WorkerStatus:
 class HostConfig:
     """How to build the app. ``operator_token`` guards the operator endpoints (None: they answer 403).
     ``proof`` turns on the proof endpoints, whose crash button kills a worker process armed for it;
-    ``worker_status`` reports that process (given by :mod:`codemojex.serve`)."""
+    ``worker_status`` reports that process (given by :mod:`codemojex.serve`). ``limits`` are the
+    admission limits (rate, in flight, streams, timeouts: :class:`~codemojex.web.admission.Limits`)."""
 
     redis_url: str
     tag: str = "cm"
@@ -42,6 +44,7 @@ class HostConfig:
     body_limit: int = BODY_LIMIT
     sample_every_s: float = 5.0  # the dashboard's throughput samples
     max_connections: int = 200
+    limits: Limits = field(default_factory=Limits)  # admission control (codemojex.web.admission)
 
 
 @dataclass(slots=True)

@@ -102,6 +102,7 @@ _HTTP_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "body_too_large",
 }
 
