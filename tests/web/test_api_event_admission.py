@@ -179,3 +179,14 @@ def test_a_subscriber_that_does_not_read_is_dropped_to_one_resync():
 
     late = [("leaderboard", {"n": n}) for n in range(QUEUE_SIZE + 1, QUEUE_SIZE + 5)]
     assert asyncio.run(scenario()) == [("resync", {"round_id": "RND0"}), *late]  # bounded, told to refetch
+
+
+def test_open_streams_do_not_hold_request_slots(serve_app, host_config, join):
+    served = serve_app(limited(host_config, inflight_per_address=2))
+    with served.client("operator-token-of-the-tests") as operator:
+        rid = open_round(operator)["round_id"]
+    _, ada = join("Ada", on=served)
+    with streams(served) as held:
+        for _ in range(3):  # more streams than the address may have requests in flight
+            assert held.start(f"/api/events?ticket={ticket_of(ada, rid)}").status_code == 200
+        assert ada.get("/api/rounds").status_code == 200

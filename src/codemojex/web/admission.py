@@ -9,8 +9,9 @@ HTTP request it:
 2. caps the requests in flight per address (:attr:`Limits.inflight_per_address`; over it: 429
    ``too_many_requests``) and in all (:attr:`Limits.inflight_total`, below the Redis pool's size so one
    client cannot take every pooled connection: over it a request waits up to
-   :attr:`Limits.queue_timeout_s` for a slot, then 503 ``busy``). Event streams are capped by the hub
-   instead (:mod:`codemojex.web.hub`: they hold no pooled connection while they stream).
+   :attr:`Limits.queue_timeout_s` for a slot, then 503 ``busy``). An event stream counts until it starts
+   streaming; then the hub's stream caps take over (:mod:`codemojex.web.hub`: a stream holds no pooled
+   connection while it streams).
 3. takes a token from the request class's buckets (:mod:`codemojex.web.buckets`); over: 429
    ``rate_limited`` with ``Retry-After``. The operator token is exempt. When the limiter fails, reads
    are let through (fail open: the in-process caps above still hold) and sign-ups and guesses, which mint
@@ -153,31 +154,49 @@ class Admission:
         address = client_address(scope, self.limits)
         scope.setdefault("state", {})["client_address"] = address
         path: str = scope["path"]
-        if path == EVENTS_PATH and scope["method"] == "GET":  # capped per stream by the hub
-            if await self._allowed(scope, send, address, path):
-                await self.app(scope, self._timed(receive), send)
-            return
         if self.inflight.get(address, 0) >= self.limits.inflight_per_address:
             await send_problem(send, 429, "too_many_requests", "too many requests in flight from you", 1)
             return
         self.inflight[address] = self.inflight.get(address, 0) + 1
+        held = False
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.total.release()
+            if address in self.inflight:
+                left = self.inflight[address] - 1
+                if left:
+                    self.inflight[address] = left
+                else:
+                    del self.inflight[address]
+
+        # An event stream holds its slots until it starts streaming, then the hub's caps take over
+        # (a stream holds no pooled connection: codemojex.web.hub).
+        streaming = path == EVENTS_PATH and scope["method"] == "GET"
+        released = False
+
+        async def send_then_release(message: Message) -> None:
+            nonlocal released
+            if message["type"] == "http.response.start" and not released:
+                released = True
+                release()
+            await send(message)
+
         try:
             try:
                 await asyncio.wait_for(self.total.acquire(), self.limits.queue_timeout_s)
+                held = True
             except TimeoutError:
                 await send_problem(send, 503, "busy", "the host is busy: try again shortly", 1)
                 return
-            try:
-                if await self._allowed(scope, send, address, path):
-                    await self.app(scope, self._timed(receive), send)
-            finally:
-                self.total.release()
+            if await self._allowed(scope, send, address, path):
+                await self.app(scope, self._timed(receive), send_then_release if streaming else send)
         finally:
-            left = self.inflight[address] - 1
-            if left:
-                self.inflight[address] = left
-            else:
-                del self.inflight[address]
+            if not released:
+                released = True
+                release()
 
     async def _allowed(self, scope: Scope, send: Send, address: str, path: str) -> bool:
         """Take a token from the request's buckets; False once a refusal is sent."""
