@@ -12,6 +12,7 @@ import uvicorn
 from codemojex.game import GameSettings
 from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
+from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig
 from echomq.cli.env import DEFAULT_URL
 
@@ -33,7 +34,25 @@ def main(argv: list[str] | None = None) -> None:
         metavar="ADDR",
         help="believe X-Forwarded-For from this balancer address or network (repeatable; README: Limits)",
     )
+    parser.add_argument(
+        "--unlimited",
+        action="store_true",
+        help="lift the rate limits and the per-address caps (a benchmark on a private host; never in public)",
+    )
     args = parser.parse_args(argv)
+    limits = Limits(trusted_proxies=tuple(args.trusted_proxy))
+    if args.unlimited:
+        lifted = Rate(1_000_000_000, 1)
+        limits = Limits(
+            signup_per_address=lifted,
+            guess_per_address=lifted,
+            guess_per_player=lifted,
+            read_per_address=lifted,
+            read_per_player=lifted,
+            inflight_per_address=1_000_000,
+            streams_per_address=1_000_000,
+            trusted_proxies=limits.trusted_proxies,
+        )
     config = HostConfig(
         redis_url=args.redis_url,
         tag=args.tag,
@@ -41,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
-        limits=Limits(trusted_proxies=tuple(args.trusted_proxy)),
+        limits=limits,
     )
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
