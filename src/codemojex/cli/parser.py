@@ -7,6 +7,7 @@ argument types, which reject ill-formed input before anything touches Redis, are
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from typing import Any, NoReturn
 
 from codemojex.cli import commands, play
@@ -27,6 +28,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+def _network(text: str) -> str:
+    """An IP address or network (``10.0.0.0/8``), as argparse checks a ``--trusted-proxy``."""
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address or network: {text!r}") from None
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument(
         "--trusted-proxy",
         action="append",
+        type=_network,
         default=[],
         metavar="ADDR",
         help="believe X-Forwarded-For from this proxy address or network (repeatable; default none)",
