@@ -190,3 +190,19 @@ def test_open_streams_do_not_hold_request_slots(serve_app, host_config, join):
         for _ in range(3):  # more streams than the address may have requests in flight
             assert held.start(f"/api/events?ticket={ticket_of(ada, rid)}").status_code == 200
         assert ada.get("/api/rounds").status_code == 200
+
+
+def test_streams_are_capped_in_all(serve_app, host_config, join):
+    served = serve_app(limited(host_config, trusted_proxies=PROXIED, streams_total=2))
+    with served.client("operator-token-of-the-tests") as operator:
+        rid = open_round(operator)["round_id"]
+    players = [join(name, on=served)[1] for name in ("Ada", "Bob", "Cy")]
+    with streams(served) as held:
+        for number, player in enumerate(players[:2]):
+            path = f"/api/events?ticket={ticket_of(player, rid)}"
+            assert held.start(path, **{"X-Forwarded-For": f"203.0.113.{number}"}).status_code == 200
+        third = held.start(
+            f"/api/events?ticket={ticket_of(players[2], rid)}", **{"X-Forwarded-For": "198.51.100.9"}
+        )
+        assert (third.status_code, error_code(third)) == (429, "too_many_streams")
+        assert "host" in third.json()["error"]["message"]
