@@ -290,7 +290,8 @@ async def http_fill(a: Arena, count: int, logs: Path) -> float:
     port = free_port()
     log = (logs / "host.log").open("wb")
     argv = [sys.executable, "-m", "codemojex.web", "--redis-url", a.url, "--tag", a.tag, "--port", str(port)]
-    host = subprocess.Popen([*argv, "--max-queued", "1000000"], stdout=log, stderr=subprocess.STDOUT)
+    argv += ["--max-queued", "1000000", "--unlimited"]  # the host's throughput, not its rate limits
+    host = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(base_url=base, timeout=5) as probe:

@@ -39,6 +39,7 @@ KEY_COUNTS: dict[str, int] = {
     "score": 16,
     "lock": 4,
     "refund": 10,
+    "admit": 2,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

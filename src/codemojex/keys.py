@@ -35,6 +35,8 @@ key                         type    holds
 ``latency``                 hash    submit->scored latency histogram: bucket -> count, count, sum_ms
 ``idempotency:<PLR>:<H>``   hash    an Idempotency-Key (H: its SHA-256) -> the JOB it named, digest
 ``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof's crash, demo game only)
+``bucket:<C>:<a|p>:<D>``    string  a rate limit's bucket (admit.lua): class C, address/player digest D
+``ticket:<D>``              string  an event-stream ticket (D: its SHA-256) -> ``player round``, short TTL
 ==========================  ======  ==========================================================
 """
 
@@ -172,6 +174,16 @@ class GameKeys:
 
     def fault(self, job_id: str) -> str:
         return f"{self.prefix}fault:{check_id(job_id, JOB)}"
+
+    def bucket(self, kind: str, scope: str, digest: str) -> str:
+        """A rate-limit bucket: ``kind`` a request class (a-z), ``scope`` ``a`` (address) or ``p`` (player),
+        ``digest`` the SHA-256 of the address or token."""
+        if not re.fullmatch(r"[a-z]{1,16}", kind) or scope not in ("a", "p"):
+            raise InvalidId(f"a bucket is a class a-z and a or p, got {kind!r} {scope!r}")
+        return f"{self.prefix}bucket:{kind}:{scope}:{check_digest(digest)}"
+
+    def ticket(self, digest: str) -> str:
+        return f"{self.prefix}ticket:{check_digest(digest)}"
 
     @property
     def pattern(self) -> str:

@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from codemojex import faults, proof, rounds
 from codemojex.embedded import DATA_DIR, ServeError, embedded_redis, folder_lock, operator_token
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
+from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig, WorkerStatus
 from echomq.testing.server import die_with_parent
@@ -63,6 +64,9 @@ class ServeOptions:
     concurrency: int = 8
     operator_token: str | None = None
     redis_url: str | None = None  # None: $REDIS_URL, else the embedded server
+    limits: Limits = field(default_factory=Limits)  # admission control (README "Limits")
+    limit_concurrency: int = 2000  # open connections and tasks uvicorn takes (then 503)
+    keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
 
 
 def _say(text: str) -> None:
@@ -254,6 +258,7 @@ async def serve(options: ServeOptions) -> int:
             proof=options.proof,
             proof_crash=options.proof and options.proof_crash,
             worker_status=runner.status if runner is not None else None,
+            limits=options.limits,
         )
         app = create_app(config)
         server = _Server(
@@ -266,6 +271,9 @@ async def serve(options: ServeOptions) -> int:
                 loop="asyncio",  # not uvloop: it raises RuntimeError on a closed transport, which redis-py
                 # does not translate into a ConnectionError (a 500 instead of a 503 while Redis restarts)
                 timeout_graceful_shutdown=3,
+                proxy_headers=False,  # the peer is the client; Limits.trusted_proxies opts in to XFF
+                limit_concurrency=options.limit_concurrency,
+                timeout_keep_alive=options.keep_alive_s,
             )
         )
         supervisor.start()

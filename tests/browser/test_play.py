@@ -85,6 +85,8 @@ def test_a_new_player_plays_a_round_to_the_solve(
     round_id, keyboard = the_round["round_id"], the_round["keyboard"]
     secret = secret_of(sync_redis, tag, round_id)
 
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
     join_as(page, "Ada")
     expect(page.get_by_test_id("round-id")).to_have_text(round_id)
     expect(page.get_by_test_id("round-status")).to_have_text("open")
@@ -94,6 +96,10 @@ def test_a_new_player_plays_a_round_to_the_solve(
     expect(page.get_by_test_id("live"), "the page follows the server's events").to_have_attribute(
         "data-live", "live"
     )
+    streams = [url for url in urls if "/api/events?" in url]
+    assert streams, "the page opened an event stream"
+    assert all("ticket=" in url and "token" not in url for url in streams)  # a ticket, never the token
+    assert not any(player_token(page) in url for url in urls)
     expect(page.locator('[data-testid="balance"][data-currency="ticket"]')).to_have_text("3")
     expect(page.get_by_test_id("submit"), "nothing to submit before six keys").to_be_disabled()
 

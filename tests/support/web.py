@@ -49,6 +49,7 @@ class Served:
                 port=self.port,
                 log_level="warning",
                 lifespan="on",
+                proxy_headers=False,  # as serve: the ASGI peer is the client (admission trusts proxies)
                 timeout_graceful_shutdown=2,  # an event stream a test left open
             )
         )

@@ -54,8 +54,8 @@ def test_the_stream_says_hello_then_my_scored_guess_and_the_board(
     rid = the_round["round_id"]
     ada_id, ada = join("Ada")
     _, bob = join("Bob")
-    token = ada.headers["authorization"].split()[1]
-    reader = EventReader(f"{served.url}/api/events?round_id={rid}&token={token}")
+    ticket = ada.post("/api/events/ticket", json={"round_id": rid}).json()["ticket"]
+    reader = EventReader(f"{served.url}/api/events?ticket={ticket}")
     try:
         assert reader.next("hello") == {"round_id": rid, "player_id": ada_id}
         assert reader.response.headers["content-type"].startswith("text/event-stream")

@@ -55,7 +55,19 @@ def _pool_size(args: argparse.Namespace) -> int | None:
 
 def _serve(args: argparse.Namespace) -> int:
     from codemojex.serve import ServeOptions, serve  # noqa: PLC0415  (only serve needs the web stack)
+    from codemojex.web.admission import Limits  # noqa: PLC0415
+    from codemojex.web.buckets import Rate  # noqa: PLC0415
 
+    limits = Limits(
+        signup_per_address=Rate(args.signups_per_hour, 3_600_000 // args.signups_per_hour),
+        inflight_per_address=args.inflight_per_address,
+        inflight_total=args.inflight,
+        streams_per_player=args.streams_per_player,
+        streams_per_address=args.streams_per_address,
+        streams_total=args.streams,
+        body_timeout_s=float(args.body_timeout),
+        trusted_proxies=tuple(args.trusted_proxy),
+    )
     options = ServeOptions(
         host=args.host,
         port=args.port,
@@ -66,6 +78,9 @@ def _serve(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         operator_token=args.operator_token,
         redis_url=args.redis_url,
+        limits=limits,
+        limit_concurrency=args.limit_concurrency,
+        keep_alive_s=args.keep_alive,
     )
     return asyncio.run(serve(options))
 

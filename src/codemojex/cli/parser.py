@@ -7,6 +7,7 @@ argument types, which reject ill-formed input before anything touches Redis, are
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from typing import Any, NoReturn
 
 from codemojex.cli import commands, play
@@ -27,6 +28,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+def _network(text: str) -> str:
+    """An IP address or network (``10.0.0.0/8``), as argparse checks a ``--trusted-proxy``."""
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address or network: {text!r}") from None
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,6 +186,27 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TOKEN",
         help="default $CODEMOJEX_OPERATOR_TOKEN, else one kept in the data folder",
     )
+
+    limits = serve.add_argument_group("limits", "admission control (README: Limits)")
+    limits.add_argument(
+        "--trusted-proxy",
+        action="append",
+        type=_network,
+        default=[],
+        metavar="ADDR",
+        help="believe X-Forwarded-For from this proxy address or network (repeatable; default none)",
+    )
+    limits.add_argument("--inflight-per-address", type=count(1), default=32, metavar="N")
+    limits.add_argument(
+        "--inflight", type=count(1), default=None, metavar="N", help="default: 3/4 of the pool"
+    )
+    limits.add_argument("--streams-per-player", type=count(1), default=3, metavar="N")
+    limits.add_argument("--streams-per-address", type=count(1), default=12, metavar="N")
+    limits.add_argument("--streams", type=count(1), default=1000, metavar="N", help="event streams in all")
+    limits.add_argument("--signups-per-hour", type=count(1), default=10, metavar="N", help="per address")
+    limits.add_argument("--limit-concurrency", type=count(1), default=2000, metavar="N", help="connections")
+    limits.add_argument("--keep-alive", type=count(1), default=5, metavar="S", help="idle keep-alive, s")
+    limits.add_argument("--body-timeout", type=count(1), default=10, metavar="S", help="a body's upload, s")
 
     conformance = sub.add_parser(
         "conformance",

@@ -10,7 +10,9 @@ import os
 import uvicorn
 
 from codemojex.game import GameSettings
+from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
+from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig
 from echomq.cli.env import DEFAULT_URL
 
@@ -25,7 +27,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-queued", type=int, default=GameSettings().max_queued)
     parser.add_argument("--max-attempts", type=int, default=GameSettings().max_attempts)
     parser.add_argument("--proof", action="store_true", help="the proof endpoints (off by default here)")
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="believe X-Forwarded-For from this balancer address or network (repeatable; README: Limits)",
+    )
+    parser.add_argument(
+        "--unlimited",
+        action="store_true",
+        help="lift the rate limits and the per-address caps (a benchmark on a private host; never in public)",
+    )
     args = parser.parse_args(argv)
+    limits = Limits(trusted_proxies=tuple(args.trusted_proxy))
+    if args.unlimited:
+        lifted = Rate(1_000_000_000, 1)
+        limits = Limits(
+            signup_per_address=lifted,
+            guess_per_address=lifted,
+            guess_per_player=lifted,
+            read_per_address=lifted,
+            read_per_player=lifted,
+            inflight_per_address=1_000_000,
+            streams_per_address=1_000_000,
+            trusted_proxies=limits.trusted_proxies,
+        )
     config = HostConfig(
         redis_url=args.redis_url,
         tag=args.tag,
@@ -33,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
+        limits=limits,
     )
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
@@ -43,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         log_level="warning",
         access_log=False,
         loop="asyncio",
+        proxy_headers=False,  # the peer is the client unless --trusted-proxy (codemojex.web.admission)
     )
 
 

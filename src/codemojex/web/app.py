@@ -29,6 +29,7 @@ from codemojex import proof
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api, schemas
+from codemojex.web.admission import Admission
 from codemojex.web.headers import SecurityHeaders, add_docs
 from codemojex.web.host import Host, HostConfig, host_of
 from codemojex.web.hub import Hub
@@ -64,7 +65,9 @@ def create_app(config: HostConfig) -> FastAPI:
             demo = proof.demo_game(
                 config.redis_url, config.tag, caller_cap=config.proof_caller_cap, cluster=config.cluster
             )
-        host = Host(config, game, Hub(game), Sampler(game, config.sample_every_s), demo)
+        reader = Game.from_url(config.redis_url, config.tag, cluster=config.cluster, max_connections=1)
+        hub = Hub(game, reader, config.limits)  # every event stream read on one connection of its own
+        host = Host(config, game, hub, Sampler(game, config.sample_every_s), demo)
         app.state.host = host
         host.sampler.start()
         try:
@@ -85,6 +88,12 @@ def create_app(config: HostConfig) -> FastAPI:
         redoc_url=None,  # ReDoc styles itself with inline <style> elements: not under the strict CSP
     )
     app.add_middleware(BodyLimit, limit=config.body_limit)
+    app.add_middleware(  # rates, requests in flight, body upload time
+        Admission,
+        limits=config.limits,
+        pool_size=config.max_connections,
+        operator_token=config.operator_token,
+    )
     app.add_middleware(SecurityHeaders)  # added last, so outermost: its headers are on every answer
     app.add_exception_handler(problems.Problem, problems.on_problem)
     app.add_exception_handler(CodemojexError, problems.on_game_error)

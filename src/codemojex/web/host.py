@@ -10,6 +10,7 @@ from fastapi import Request
 
 from codemojex.game import Game, GameSettings
 from codemojex.proof import CALLER_CAP, TOTAL_CAP
+from codemojex.web.admission import Limits
 
 if TYPE_CHECKING:
     from codemojex.web.hub import Hub
@@ -33,7 +34,9 @@ class HostConfig:
     ``proof`` turns on the proof endpoints, on the demo game of :mod:`codemojex.proof` (never the real
     one); ``proof_crash`` their crash button, which kills the demo worker (armed for it by ``codemojex
     serve --proof-crash``); ``worker_status`` reports that demo worker (given by :mod:`codemojex.serve`).
-    ``proof_caller_cap`` / ``proof_total_cap``: demo jobs pending per caller / in total (then 429)."""
+    ``proof_caller_cap`` / ``proof_total_cap``: demo jobs pending per caller / in total (then 429).
+    ``limits`` are the admission limits (rate, in flight, streams, timeouts:
+    :class:`~codemojex.web.admission.Limits`)."""
 
     redis_url: str
     tag: str = "cm"
@@ -48,6 +51,7 @@ class HostConfig:
     body_limit: int = BODY_LIMIT
     sample_every_s: float = 5.0  # the dashboard's throughput samples
     max_connections: int = 200
+    limits: Limits = field(default_factory=Limits)  # admission control (codemojex.web.admission)
 
 
 @dataclass(slots=True)

@@ -1,11 +1,18 @@
-"""The events hub: one follower per watched round fans its scored guesses and leaderboard changes out.
+"""The events hub: one reader for every watched round fans scored guesses and leaderboard changes out.
 
 ``score.lua`` appends one entry to the round's stream ``cmx:{t}:events:<RND>`` for each guess it scores
-(only when it writes the record, so a redelivery adds none). The :class:`Hub` follows each round that
-has subscribers with one blocking ``XREAD`` (one connection per round, not per browser), and fans the
-entries out: a ``scored`` event to the guess's own player, then one ``leaderboard`` event with the new
-top of the board to everyone watching the round. A subscriber that falls behind gets ``resync`` (the page
-refetches) instead of an unbounded queue. :mod:`codemojex.web.events` streams a subscriber's events.
+(only when it writes the record, so a redelivery adds none). The :class:`Hub` follows every round that
+has subscribers with one blocking ``XREAD`` over all their streams, on one dedicated connection of its
+own (not the request pool: a thousand streams on a thousand rounds hold one connection, not a thousand).
+A round joins the read from the entry that was last when its first subscriber came, so nothing scored
+after a subscription is missed. Entries fan out as a ``scored`` event to the guess's own player, then one
+``leaderboard`` event with the new top of the board to everyone watching the round (one pooled read).
+
+Admission (:mod:`codemojex.web.admission`): the hub caps the streams per player, per client address and
+in all (:class:`TooManyStreams`, answered 429 ``too_many_streams``). Each subscriber has a bounded queue:
+one that falls behind is dropped to a single ``resync`` (the page refetches); a client that reads nothing
+at all is ended by the stream's send timeout (:mod:`codemojex.web.events`). Every few seconds the hub
+checks the rounds it follows: when one has closed, its subscribers get ``closed`` and their streams end.
 """
 
 from __future__ import annotations
@@ -16,78 +23,156 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemojex import leaderboard
-from codemojex.errors import CodemojexError
+from codemojex import leaderboard, rounds
+from codemojex.errors import CodemojexError, NotFound
 from codemojex.game import Game, translate_errors
+from codemojex.rounds import RoundStatus
 from codemojex.web import views
+from codemojex.web.admission import Limits
 
 log = logging.getLogger("codemojex.web.hub")
 
-BLOCK_MS = 2000  # under redis-py's default socket timeout (5 s), so a quiet round is not an error
+BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round joins the read within it
 QUEUE_SIZE = 256
 BOARD_SHOWN = 20
+CLOSED_CHECK_S = 5.0
 
 Event = tuple[str, dict[str, Any]]
+
+
+class TooManyStreams(Exception):
+    """Over a stream cap: ``which`` is ``player``, ``address`` or ``host``."""
+
+    def __init__(self, which: str) -> None:
+        super().__init__(f"too many event streams open for this {which}")
+        self.which = which
 
 
 @dataclass(eq=False)
 class Subscriber:
     round_id: str
     player_id: str
+    address: str = ""
     queue: asyncio.Queue[Event | None] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
 
     def offer(self, event: Event) -> None:
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:  # too slow: drop what it has not read, tell it to refetch
-            while not self.queue.empty():
-                self.queue.get_nowait()
+            self._drain()
             self.queue.put_nowait(("resync", {"round_id": self.round_id}))
+
+    def end(self, last: Event | None = None) -> None:
+        self._drain()
+        if last is not None:
+            self.queue.put_nowait(last)
+        self.queue.put_nowait(None)
+
+    def _drain(self) -> None:
+        while not self.queue.empty():
+            self.queue.get_nowait()
+
+
+def _bump(counts: dict[str, int], key: str, delta: int) -> None:
+    value = counts.get(key, 0) + delta
+    if value > 0:
+        counts[key] = value
+    else:
+        counts.pop(key, None)
 
 
 class Hub:
-    def __init__(self, game: Game) -> None:
-        self.game = game
-        self.rounds: dict[str, set[Subscriber]] = {}
-        self.followers: dict[str, asyncio.Task[None]] = {}
-        self.closed = False
+    """``game`` serves the board reads (pooled); ``reader`` (a Game on a one-connection pool) the XREAD."""
 
-    def subscribe(self, round_id: str, player_id: str) -> Subscriber:
-        subscriber = Subscriber(round_id, player_id)
+    def __init__(self, game: Game, reader: Game | None = None, limits: Limits | None = None) -> None:
+        self.game = game
+        self.reader = reader or game
+        self.limits = limits or Limits()
+        self.rounds: dict[str, set[Subscriber]] = {}
+        self.positions: dict[str, str] = {}  # round -> the last stream entry read
+        self.per_player: dict[str, int] = {}
+        self.per_address: dict[str, int] = {}
+        self.total = 0
+        self.closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    def check(self, player_id: str, address: str) -> None:
+        """Raise :class:`TooManyStreams` if one more stream of this player and address is over a cap."""
+        if self.total >= self.limits.streams_total:
+            raise TooManyStreams("host")
+        if self.per_player.get(player_id, 0) >= self.limits.streams_per_player:
+            raise TooManyStreams("player")
+        if self.per_address.get(address, 0) >= self.limits.streams_per_address:
+            raise TooManyStreams("address")
+
+    async def subscribe(self, round_id: str, player_id: str, address: str = "") -> Subscriber:
+        self.check(player_id, address)
+        subscriber = Subscriber(round_id, player_id, address)
         if self.closed:
-            subscriber.queue.put_nowait(None)
+            subscriber.end()
             return subscriber
+        last = None if round_id in self.positions else await self._last_entry(round_id)
+        self.check(player_id, address)  # again: others may have subscribed meanwhile
+        self.total += 1
+        _bump(self.per_player, player_id, 1)
+        _bump(self.per_address, address, 1)
         self.rounds.setdefault(round_id, set()).add(subscriber)
-        if round_id not in self.followers:
-            self.followers[round_id] = asyncio.create_task(self._follow(round_id), name=f"events-{round_id}")
+        if last is not None:
+            self.positions.setdefault(round_id, last)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._read(), name="events-reader")
         return subscriber
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         watching = self.rounds.get(subscriber.round_id)
-        if watching is not None:
-            watching.discard(subscriber)
+        if watching is None or subscriber not in watching:
+            return
+        watching.discard(subscriber)
+        self.total -= 1
+        _bump(self.per_player, subscriber.player_id, -1)
+        _bump(self.per_address, subscriber.address, -1)
+        if not watching:
+            self.rounds.pop(subscriber.round_id, None)
+            self.positions.pop(subscriber.round_id, None)
 
-    async def _follow(self, round_id: str) -> None:
-        key = self.game.keys.events(round_id)
-        last = "$"
-        try:
-            while self.rounds.get(round_id):
-                try:
-                    with translate_errors():
-                        reply = await self.game.redis.xread({key: last}, count=100, block=BLOCK_MS)
-                    if reply:
-                        last = self._publish(round_id, reply[0][1])
+    async def _last_entry(self, round_id: str) -> str:
+        with translate_errors():
+            newest = await self.game.redis.xrevrange(self.game.keys.events(round_id), count=1)
+        return newest[0][0].decode() if newest else "0-0"
+
+    async def _read(self) -> None:
+        loop = asyncio.get_running_loop()
+        checked = loop.time()
+        while self.positions and not self.closed:
+            streams = {self.game.keys.events(rid): last for rid, last in self.positions.items()}
+            try:
+                with translate_errors():
+                    reply = await self.reader.redis.xread(streams, count=100, block=BLOCK_MS)
+                for key, entries in reply or ():
+                    round_id = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
+                    if round_id in self.positions and entries:
+                        self.positions[round_id] = self._publish(round_id, entries)
                         await self._publish_board(round_id)
-                except CodemojexError as exc:
-                    log.warning("events of %s: %s; retrying", round_id, exc)
-                    await asyncio.sleep(1.0)
-        finally:
-            self.followers.pop(round_id, None)
-            if not self.rounds.get(round_id):
-                self.rounds.pop(round_id, None)
+                if loop.time() - checked >= CLOSED_CHECK_S:
+                    checked = loop.time()
+                    await self._end_closed()
+            except CodemojexError as exc:
+                log.warning("events reader: %s; retrying", exc)
+                await asyncio.sleep(1.0)
+
+    async def _end_closed(self) -> None:
+        now = await rounds.server_ms(self.game)
+        for round_id in list(self.positions):
+            try:
+                the_round = await rounds.get_round(self.game, round_id)
+            except NotFound:
+                the_round = None
+            if the_round is None or the_round.status_at(now) is RoundStatus.CLOSED:
+                for subscriber in list(self.rounds.get(round_id, ())):
+                    subscriber.end(("closed", {"round_id": round_id}))
 
     def _publish(self, round_id: str, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> str:
-        last = "$"
+        last = self.positions[round_id]
         for entry_id, fields in entries:
             last = entry_id.decode()
             if fields.get(b"kind") != b"scored":
@@ -118,15 +203,16 @@ class Hub:
             subscriber.offer(event)
 
     async def close(self) -> None:
-        """End every stream (the host is stopping) and the followers."""
+        """End every stream (the host is stopping) and the reader."""
+        if self.closed:
+            return
         self.closed = True
         for watching in self.rounds.values():
             for subscriber in watching:
-                while subscriber.queue.full():
-                    subscriber.queue.get_nowait()
-                subscriber.queue.put_nowait(None)
-        self.rounds.clear()  # each follower ends after its current XREAD (at most BLOCK_MS)
-        for task in list(self.followers.values()):
-            task.cancel()
+                subscriber.end()
+        if self._task is not None:
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await self._task
+        if self.reader is not self.game:
+            await self.reader.aclose()

@@ -92,19 +92,25 @@ DESCRIBED: dict[int, tuple[str, bool]] = {  # status -> (what it means, whether 
         "the state refuses it: round closed or not open, solved already, a name taken, a key reused",
         False,
     ),
+    408: ("the request body did not arrive in time (a slow client)", False),
     413: ("the request body is over the host's limit", False),
     422: ("the request is malformed: not UTF-8 JSON, or not the shape this endpoint takes", False),
-    429: ("too many: a rate limit, or too many of your guesses queued", True),
-    503: ("Redis is unavailable right now: nothing was changed, or the call is safe to retry", True),
+    429: ("too many: a rate limit, requests in flight, event streams, or your guesses queued", True),
+    503: (
+        "Redis is unavailable, or the host is busy: nothing was changed, or the call is safe to retry",
+        True,
+    ),
 }
 
 
 def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of a route that can answer ``statuses``, each with the error shape, for the
-    OpenAPI schema. 422 and 503 are added: any route checks its parameters (FastAPI would otherwise
-    publish its own 422 shape) and may meet Redis down."""
+    OpenAPI schema. 422, 429 and 503 are added: any route checks its parameters (FastAPI would otherwise
+    publish its own 422 shape), is admitted by :mod:`codemojex.web.admission` (rate limits, requests in
+    flight) and may meet Redis down; a route with a body (413) can also time out receiving it (408)."""
     documented: dict[int | str, dict[str, Any]] = {}
-    for status in sorted({*statuses, 422, 503}):
+    timed = {408} if 413 in statuses else set()
+    for status in sorted({*statuses, *timed, 422, 429, 503}):
         description, retry = DESCRIBED[status]
         documented[status] = {"model": ErrorBody, "description": description}
         if retry:
@@ -162,6 +168,7 @@ _HTTP_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "body_too_large",
 }
 

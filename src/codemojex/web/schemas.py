@@ -256,3 +256,9 @@ class StaleOut(Shape):
     token_current: int
     outcome: str = Field(description="the fenced finish's answer: stale when the old token is refused")
     state: str
+
+
+class TicketOut(Shape):
+    ticket: str = Field(description="give it to GET /api/events?ticket=...: used once")
+    round_id: str
+    expires_in_s: int

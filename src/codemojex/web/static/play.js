@@ -283,33 +283,61 @@ function stopRound() {
   closeEvents();
 }
 
-function openEvents() {
+// The stream opens with a one-use ticket (POST /api/events/ticket), never the token in the URL. Any
+// error closes it (EventSource would retry with the spent ticket) and a new ticket is asked for later,
+// waiting longer after each failure (2 s up to 60 s) and polling meanwhile.
+let eventsDelay = 2000;
+let eventsGeneration = 0;
+
+async function openEvents() {
   closeEvents();
   if (!("EventSource" in window) || !state.round || !state.session) {
     setLive("polling");
     return;
   }
-  const query = new URLSearchParams({ round_id: state.round.round_id, token: state.session.token });
-  const source = new EventSource(`/api/events?${query}`);
+  const generation = ++eventsGeneration;
+  const roundId = state.round.round_id;
+  let ticket;
+  try {
+    ticket = await call("POST", "/api/events/ticket", { body: { round_id: roundId } });
+  } catch {
+    if (generation === eventsGeneration) retryEvents();
+    return;
+  }
+  if (generation !== eventsGeneration || !state.round || state.round.round_id !== roundId) return;
+  const source = new EventSource(`/api/events?${new URLSearchParams({ ticket: ticket.ticket })}`);
   state.events = source;
   source.addEventListener("open", () => setLive("live"));
-  source.addEventListener("hello", () => setLive("live"));
+  source.addEventListener("hello", () => {
+    eventsDelay = 2000;
+    setLive("live");
+  });
   source.addEventListener("scored", onScoredEvent);
   source.addEventListener("leaderboard", onBoardEvent);
+  source.addEventListener("resync", () => {
+    refreshGuesses().catch(() => {});
+    refreshBoard().catch(() => {});
+  });
+  source.addEventListener("closed", () => checkRound().catch(() => {}));
   source.addEventListener("error", () => {
     if (state.events !== source) return;
-    setLive("polling");
-    if (source.readyState === EventSource.CLOSED) {
-      // the server refused the stream (or it is not there): poll, and try the stream again later
-      state.events = null;
-      setTimeout(() => {
-        if (!state.events && state.round && state.session) openEvents();
-      }, 15000);
-    }
+    source.close();
+    state.events = null;
+    retryEvents();
   });
 }
 
+function retryEvents() {
+  setLive("polling");
+  const generation = eventsGeneration;
+  setTimeout(() => {
+    if (generation === eventsGeneration && !state.events && state.round && state.session) openEvents();
+  }, eventsDelay);
+  eventsDelay = Math.min(eventsDelay * 2, 60000);
+}
+
 function closeEvents() {
+  eventsGeneration += 1;
   if (state.events) state.events.close();
   state.events = null;
   setLive("off");

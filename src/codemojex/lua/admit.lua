@@ -1,0 +1,53 @@
+--[[
+  admit: take one request's cost from up to two token buckets (an address's and a player's), or none.
+
+  Called by codemojex.web.buckets.take (the host's rate limits, codemojex.web.admission). Each bucket is kept in its GCRA form: one
+  string, the bucket's "theoretical arrival time" (ms, Redis server clock): a bucket of `capacity` tokens
+  refilled one token every `period` ms is full when tat <= now, and a request of cost 1 fits while
+  tat + period - now <= capacity * period. The key expires when the bucket would be full again, so an idle
+  address or player leaves nothing behind (memory stays flat however many addresses call).
+  Both buckets are checked before either is charged: a refused request costs nothing.
+
+  Input:
+    KEYS[1] address bucket (string)  cmx:{t}:bucket:<class>:a:<digest>
+    KEYS[2] player bucket  (string)  cmx:{t}:bucket:<class>:p:<digest> (unused when ARGV[3] is 0)
+
+    ARGV[1] the address bucket's capacity (tokens, >= 1)
+    ARGV[2] the address bucket's period (ms per token, >= 1)
+    ARGV[3] the player bucket's capacity (tokens; 0: no player bucket)
+    ARGV[4] the player bucket's period (ms per token, >= 1)
+
+  Output:
+    { 1, 0 }            admitted; one token taken from each bucket used
+    { 0, retry_ms, n }  refused by bucket n (1 address, 2 player); retry in retry_ms; nothing changed
+]]
+local addressKey, playerKey = KEYS[1], KEYS[2]
+local addressCapacity, addressPeriod = tonumber(ARGV[1]), tonumber(ARGV[2])
+local playerCapacity, playerPeriod = tonumber(ARGV[3]), tonumber(ARGV[4])
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- the bucket's next tat if a token fits, else nil and how long until one does
+local function fits(key, capacity, period)
+  local tat = tonumber(redis.call('GET', key) or '0')
+  if tat < now then tat = now end
+  local after = tat + period
+  local over = after - now - capacity * period
+  if over > 0 then return nil, over end
+  return after, 0
+end
+
+local addressTat, addressWait = fits(addressKey, addressCapacity, addressPeriod)
+if not addressTat then return {0, addressWait, 1} end
+local playerTat = nil
+if playerCapacity > 0 then
+  local playerWait
+  playerTat, playerWait = fits(playerKey, playerCapacity, playerPeriod)
+  if not playerTat then return {0, playerWait, 2} end
+end
+redis.call('SET', addressKey, string.format('%d', addressTat), 'PX', addressTat - now)
+if playerTat then
+  redis.call('SET', playerKey, string.format('%d', playerTat), 'PX', playerTat - now)
+end
+return {1, 0}

@@ -1,0 +1,252 @@
+"""Admission control: who may start a request now, before a route (or Redis) sees it.
+
+:class:`Admission` is an ASGI middleware (inside the security headers, outside the body limit). For each
+HTTP request it:
+
+1. finds the client's address: the ASGI peer, or, only when the peer is one of
+   :attr:`Limits.trusted_proxies`, the right-most address of ``X-Forwarded-For`` that is not a trusted
+   proxy (:func:`client_address`). Serve the app with uvicorn's own ``proxy_headers`` off (serve does).
+2. caps the requests in flight per address (:attr:`Limits.inflight_per_address`; over it: 429
+   ``too_many_requests``) and in all (:attr:`Limits.inflight_total`, below the Redis pool's size so one
+   client cannot take every pooled connection: over it a request waits up to
+   :attr:`Limits.queue_timeout_s` for a slot, then 503 ``busy``). An event stream counts until it starts
+   streaming; then the hub's stream caps take over (:mod:`codemojex.web.hub`: a stream holds no pooled
+   connection while it streams).
+3. takes a token from the request class's buckets (:mod:`codemojex.web.buckets`); over: 429
+   ``rate_limited`` with ``Retry-After``. The operator token is exempt. When the limiter fails, reads
+   are let through (fail open: the in-process caps above still hold) and sign-ups and guesses, which mint
+   or spend currency, are refused with 503 ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
+4. bounds how long the request body may take to arrive (:attr:`Limits.body_timeout_s`; then 408
+   ``request_timeout``), so a slow upload does not hold a slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from codemojex.errors import CodemojexError
+from codemojex.web import buckets
+from codemojex.web.buckets import Rate
+from codemojex.web.problems import body
+
+log = logging.getLogger("codemojex.web.admission")
+
+_GUESS_PATH = re.compile(r"/api/rounds/[^/]+/guesses/?")
+_LIMITED_PATHS = ("/api/", "/metrics", "/healthz")
+EVENTS_PATH = "/api/events"
+
+SIGNUP_PER_ADDRESS = Rate(10, 360_000)  # 10 at once, then one every 6 min (10 an hour)
+GUESS_PER_ADDRESS = Rate(60, 100)  # 60 at once, then 10 a second
+GUESS_PER_PLAYER = Rate(20, 250)  # 20 at once, then 4 a second
+READ_PER_ADDRESS = Rate(300, 20)  # 300 at once, then 50 a second
+READ_PER_PLAYER = Rate(120, 50)  # 120 at once, then 20 a second
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Every admission limit of the host (README "Limits", SECURITY.md "Admission control")."""
+
+    signup_per_address: Rate = SIGNUP_PER_ADDRESS
+    guess_per_address: Rate = GUESS_PER_ADDRESS
+    guess_per_player: Rate = GUESS_PER_PLAYER
+    read_per_address: Rate = READ_PER_ADDRESS
+    read_per_player: Rate = READ_PER_PLAYER
+    inflight_per_address: int = 32
+    inflight_total: int | None = None  # None: three quarters of HostConfig.max_connections
+    queue_timeout_s: float = 10.0  # a request waits this long for a slot under inflight_total
+    streams_per_player: int = 3
+    streams_per_address: int = 12
+    streams_total: int = 1000
+    ticket_ttl_s: int = 30  # an event-stream ticket, used once
+    stream_send_timeout_s: float = 30.0  # a stream whose client reads nothing for this long is ended
+    body_timeout_s: float = 10.0  # a request body must arrive within this
+    trusted_proxies: tuple[str, ...] = ()  # addresses / networks whose X-Forwarded-For is believed
+    networks: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("inflight_per_address", "streams_per_player", "streams_per_address", "streams_total"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} is at least 1")
+        if self.inflight_total is not None and self.inflight_total < 1:
+            raise ValueError("inflight_total is at least 1")
+        for name in ("queue_timeout_s", "stream_send_timeout_s", "body_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} is positive")
+        if self.ticket_ttl_s < 1:
+            raise ValueError("ticket_ttl_s is at least 1")
+        networks = tuple(ipaddress.ip_network(item, strict=False) for item in self.trusted_proxies)
+        object.__setattr__(self, "networks", networks)
+
+    def total_for(self, pool_size: int) -> int:
+        return self.inflight_total if self.inflight_total is not None else max(1, pool_size * 3 // 4)
+
+
+def _trusted(address: str, networks: tuple[Any, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def client_address(scope: Scope, limits: Limits) -> str:
+    """The client's address: the peer's, or the nearest untrusted hop of a trusted proxy's header."""
+    client = scope.get("client")
+    peer = str(client[0]) if client else "unknown"
+    if not limits.networks or not _trusted(peer, limits.networks):
+        return peer
+    forwarded = b",".join(v for k, v in scope["headers"] if k == b"x-forwarded-for").decode("latin-1")
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    address = peer
+    for hop in reversed(hops):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            break  # not an address: believe no further
+        address = hop
+        if not _trusted(hop, limits.networks):
+            break
+    return address
+
+
+def _bearer(scope: Scope) -> str | None:
+    header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+class BodyTimeout(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body did not arrive within {seconds:g} s")
+
+
+async def send_problem(send: Send, status: int, code: str, message: str, retry_after: int | None) -> None:
+    data = json.dumps(body(status, code, message)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+class Admission:
+    def __init__(self, app: ASGIApp, limits: Limits, pool_size: int, operator_token: str | None) -> None:
+        self.app = app
+        self.limits = limits
+        self.operator_token = operator_token
+        self.total = asyncio.Semaphore(limits.total_for(pool_size))
+        self.inflight: dict[str, int] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        address = client_address(scope, self.limits)
+        scope.setdefault("state", {})["client_address"] = address
+        path: str = scope["path"]
+        if self.inflight.get(address, 0) >= self.limits.inflight_per_address:
+            await send_problem(send, 429, "too_many_requests", "too many requests in flight from you", 1)
+            return
+        self.inflight[address] = self.inflight.get(address, 0) + 1
+        held = False
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.total.release()
+            if address in self.inflight:
+                left = self.inflight[address] - 1
+                if left:
+                    self.inflight[address] = left
+                else:
+                    del self.inflight[address]
+
+        # An event stream holds its slots until it starts streaming, then the hub's caps take over
+        # (a stream holds no pooled connection: codemojex.web.hub).
+        streaming = path == EVENTS_PATH and scope["method"] == "GET"
+        released = False
+
+        async def send_then_release(message: Message) -> None:
+            nonlocal released
+            if message["type"] == "http.response.start" and not released:
+                released = True
+                release()
+            await send(message)
+
+        try:
+            try:
+                await asyncio.wait_for(self.total.acquire(), self.limits.queue_timeout_s)
+                held = True
+            except TimeoutError:
+                await send_problem(send, 503, "busy", "the host is busy: try again shortly", 1)
+                return
+            if await self._allowed(scope, send, address, path):
+                await self.app(scope, self._timed(receive), send_then_release if streaming else send)
+        finally:
+            if not released:
+                released = True
+                release()
+
+    async def _allowed(self, scope: Scope, send: Send, address: str, path: str) -> bool:
+        """Take a token from the request's buckets; False once a refusal is sent."""
+        if not path.startswith(_LIMITED_PATHS):
+            return True
+        token = _bearer(scope)
+        operator = self.operator_token
+        if token is not None and operator and secrets.compare_digest(token.encode(), operator.encode()):
+            return True
+        limits, method = self.limits, scope["method"]
+        if method == "POST" and path.rstrip("/") == "/api/players":
+            kind, per_address, per_player = buckets.SIGNUP, limits.signup_per_address, None
+        elif method == "POST" and _GUESS_PATH.fullmatch(path):
+            kind, per_address, per_player = buckets.GUESS, limits.guess_per_address, limits.guess_per_player
+        else:
+            kind, per_address, per_player = buckets.READ, limits.read_per_address, limits.read_per_player
+        try:
+            game = scope["app"].state.host.game
+            refused = await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
+        except CodemojexError as exc:
+            if kind == buckets.READ:
+                log.warning("rate limiter failed (%s): letting a read through", exc)
+                return True
+            log.warning("rate limiter failed (%s): refusing a %s", exc, kind)
+            await send_problem(send, 503, "unavailable", "the rate limiter is unavailable: try again", 1)
+            return False
+        if refused is None:
+            return True
+        message = f"too many {kind} requests from this {refused.scope}: retry in {refused.retry_after_s} s"
+        await send_problem(send, 429, "rate_limited", message, refused.retry_after_s)
+        return False
+
+    def _timed(self, receive: Receive) -> Receive:
+        seconds = self.limits.body_timeout_s
+        done = False
+        deadline: float | None = None
+
+        async def timed_receive() -> Message:
+            nonlocal done, deadline
+            if done:  # the body is in: what follows is the wait for a disconnect
+                return await receive()
+            loop = asyncio.get_running_loop()
+            if deadline is None:
+                deadline = loop.time() + seconds  # for the whole body, not each chunk
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise BodyTimeout(seconds) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                done = True
+            return message
+
+        return timed_receive
