@@ -245,3 +245,9 @@ def demo_worker(redis_server, tag) -> Iterator[subprocess.Popen[str]]:
     process = worker_process(redis_server.url, proof.demo_tag(tag))
     yield process
     stop_worker(process)
+
+
+def game_state(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """A key snapshot without the admission bookkeeping every request moves (the rate limits' buckets):
+    what a request changed of the game's state is what is left."""
+    return {key: value for key, value in snapshot.items() if ":bucket:" not in key}

@@ -14,6 +14,7 @@ from tests.support.probe import Probe
 from tests.support.web import (
     FRUIT,
     error_code,
+    game_state,
     open_round,
     secret_of,
     wait_until,
@@ -26,7 +27,7 @@ def snapshot(sync_redis, tag):
     every request moves: admission bookkeeping, not game state)."""
     out = dict(Probe(sync_redis, Keyspace(tag)).snapshot())
     out.update(Probe(sync_redis, GameKeys(tag)).snapshot())  # type: ignore[arg-type]
-    return {key: value for key, value in out.items() if ":bucket:" not in key}
+    return game_state(out)
 
 
 def balances(client):

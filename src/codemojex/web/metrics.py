@@ -87,7 +87,12 @@ class Snapshot(Collector):
         yield GaugeMetricFamily("codemojex_players", "Registered players.", value=self.players)
 
 
-@router.get("/metrics", response_class=Response, tags=["metrics"], responses=answers())
+@router.get(
+    "/metrics",
+    response_class=Response,
+    tags=["metrics"],
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}, **answers()},
+)
 async def metrics(request: Request) -> Response:
     game = host_of(request).game
     with translate_errors():
