@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
-from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api
+from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api, token_api
 from codemojex.web.headers import SecurityHeaders, add_docs
 from codemojex.web.host import Host, HostConfig, host_of
 from codemojex.web.hub import Hub
@@ -84,7 +84,14 @@ def create_app(config: HostConfig) -> FastAPI:
     app.add_exception_handler(redis.exceptions.RedisError, problems.on_foreign_error)
     app.add_exception_handler(RequestValidationError, problems.on_malformed)
     app.add_exception_handler(StarletteHTTPException, problems.on_http)
-    for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
+    for router in (
+        player_api.router,
+        token_api.router,
+        operator_api.router,
+        proof_api.router,
+        events.router,
+        metrics.router,
+    ):
         app.include_router(router)
 
     @app.get("/healthz", tags=["health"])

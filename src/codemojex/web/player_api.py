@@ -57,10 +57,19 @@ async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, An
 
 @router.post("/players", status_code=201, tags=["players"])
 async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
-    """Register a player with the starting grant; the token is shown once."""
+    """Register a player with the starting grant; the token is shown once (see docs/http-api.md)."""
     token = players.new_token()
-    player = await players.register(host_of(request).game, new.name, token=token)
-    return {"player_id": player.id, "name": player.name, "token": token, "created_ms": player.created_ms}
+    game = host_of(request).game
+    player = await players.register(game, new.name, token=token)
+    created = player.created_ms
+    return {
+        "player_id": player.id,
+        "name": player.name,
+        "token": token,
+        "created_ms": created,
+        "token_expires_ms": created + game.settings.token_lifetime_ms,
+        "expires_unless_played_ms": created + game.settings.trial_ms,
+    }
 
 
 @router.get("/me", tags=["players"])

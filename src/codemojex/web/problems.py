@@ -74,6 +74,8 @@ def from_error(error: errors.CodemojexError) -> Problem:
     extra: dict[str, Any] = {}
     if isinstance(error, errors.InvalidGuess):
         extra["problem"] = error.problem
+    if isinstance(error, errors.NameTaken) and error.suggestion:
+        extra["suggestion"] = error.suggestion
     return Problem(status_of(error), error.code, str(error), **extra)
 
 
