@@ -96,6 +96,13 @@ async def expire_players(game: Game, limit: int = BATCH) -> ExpiryPass:
     return ExpiryPass(len(due), tuple(expired))
 
 
+async def trial_ends(game: Game, player_id: str) -> int | None:
+    """When the player is deleted unless an admitted guess comes first (server ms), or None: kept."""
+    with translate_errors():
+        since = await game.redis.zscore(game.keys.trial, player_id)
+    return None if since is None else int(since) + game.settings.trial_ms
+
+
 class Expirer:
     """The score worker's account upkeep: :meth:`run` expires players whose trial is over and moves
     legacy tokens to token keys (:func:`codemojex.tokens.migrate_legacy`), every ``every_s``."""

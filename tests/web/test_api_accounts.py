@@ -6,7 +6,7 @@ from __future__ import annotations
 from codemojex import trials
 from codemojex.game import Game, GameSettings
 from echomq import Bus
-from tests.support.web import error_code, run, wait_until, with_settings
+from tests.support.web import FRUIT, error_code, open_round, run, wait_until, with_settings
 
 
 def token_keys(sync_redis, tag: str) -> list[bytes]:
@@ -101,3 +101,13 @@ def test_a_sign_up_flood_leaves_no_keys_once_the_trials_are_over(serve_app, host
     assert set(sync_redis.scan_iter(pattern)) == before
     with served.client(joined[0].json()["token"]) as bot:
         assert bot.get("/api/me").status_code == 401
+
+
+def test_me_says_until_when_a_player_who_never_played_is_kept(join, operator):
+    _, ada = join("Ada")
+    me = ada.get("/api/me").json()
+    assert me["expires_unless_played_ms"] == me["created_ms"] + 24 * 3600 * 1000
+    the_round = open_round(operator, keyboard=FRUIT)
+    guess = "".join(FRUIT[:6])
+    assert ada.post(f"/api/rounds/{the_round['round_id']}/guesses", json={"guess": guess}).status_code == 202
+    assert ada.get("/api/me").json()["expires_unless_played_ms"] is None

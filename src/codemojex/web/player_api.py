@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import guesses, leaderboard, locks, players, rounds, wallet
+from codemojex import guesses, leaderboard, locks, players, rounds, trials, wallet
 from codemojex.emoji import graphemes
 from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import translate_errors
@@ -74,8 +74,16 @@ async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
 
 @router.get("/me", tags=["players"])
 async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
-    player = await players.get_player(host_of(request).game, player_id)
-    return {"player_id": player.id, "name": player.name, "created_ms": player.created_ms}
+    """The caller; ``expires_unless_played_ms`` is null once an admitted guess keeps them for good."""
+    game = host_of(request).game
+    player = await players.get_player(game, player_id)
+    ends = await trials.trial_ends(game, player_id)
+    return {
+        "player_id": player.id,
+        "name": player.name,
+        "created_ms": player.created_ms,
+        "expires_unless_played_ms": ends,
+    }
 
 
 @router.get("/wallet", tags=["players"])
