@@ -14,7 +14,7 @@ key                         type    holds
 ``secret:<RND>``            string  the six keys (JSON); read only by the score worker and reveal
 ``player:<PLR>``            hash    display name, created time, name skeleton, current token digest
 ``players``                 zset    every player id, scored by registration time
-``trial``                   zset    players with no admitted guess yet, by registration time (expire)
+``trial``                   zset    players with no admitted guess yet, by when their trial ends (ms)
 ``wallet:<PLR>``            hash    currency -> balance (never negative)
 ``ledger:<PLR>``            list    append-only entries (JSON): currency, delta, balance, reason, job, op
 ``credits:<PLR>``           hash    OPR -> ``currency amount balance``: each credit's operation, once

@@ -82,6 +82,7 @@ async def register(game: Game, name: str, *, token: str | None = None) -> Player
             digest,
             skeleton(display),
             settings.token_lifetime_ms,
+            settings.trial_ms,
         ],
     )
     if int(reply[0]) == -1:

@@ -1,8 +1,9 @@
 """Players who never played expire: the starting grant is not a free store of value.
 
-A new player is *on trial* (the ``trial`` zset, scored by registration time, written by
-``register.lua``) until their first admitted guess: ``submit.lua`` takes them off in the same atomic
-step as the admission, and from then on they are kept. A player still on trial
+A new player is *on trial* (the ``trial`` zset, scored by the time the trial ends, written by
+``register.lua`` with the registering host's :attr:`~codemojex.game.GameSettings.trial_ms`, so the end
+a player was told is the one applied) until their first admitted guess: ``submit.lua`` takes them off
+in the same atomic step as the admission, and from then on they are kept. A player still on trial
 :attr:`~codemojex.game.GameSettings.trial_ms` (24 h) after joining is deleted with everything they
 hold, in one step (``expire.lua``): record, wallet, ledger, credits (an operator's credit does not keep
 a player: only playing does), token key, name reservation (the name is free again) and their
@@ -66,7 +67,7 @@ def expire_call(
             keys.names,
             keys.token(digest) if digest else keys.player(player_id),
         ],
-        [player_id, game.settings.trial_ms, digest, name_skeleton],
+        [player_id, digest, name_skeleton],
     )
 
 
@@ -75,7 +76,7 @@ async def expire_players(game: Game, limit: int = BATCH) -> ExpiryPass:
     keys = game.keys
     with translate_errors():
         seconds, micros = await game.redis.time()
-        cutoff = int(seconds) * 1000 + int(micros) // 1000 - game.settings.trial_ms
+        cutoff = int(seconds) * 1000 + int(micros) // 1000
         due = await game.redis.zrangebyscore(keys.trial, "-inf", cutoff, start=0, num=limit)
     expired: list[str] = []
     for raw in due:
@@ -99,8 +100,8 @@ async def expire_players(game: Game, limit: int = BATCH) -> ExpiryPass:
 async def trial_ends(game: Game, player_id: str) -> int | None:
     """When the player is deleted unless an admitted guess comes first (server ms), or None: kept."""
     with translate_errors():
-        since = await game.redis.zscore(game.keys.trial, player_id)
-    return None if since is None else int(since) + game.settings.trial_ms
+        ends = await game.redis.zscore(game.keys.trial, player_id)
+    return None if ends is None else int(ends)
 
 
 class Expirer:

@@ -26,7 +26,8 @@ def game_keys(sync_redis, game: Game) -> set[bytes]:
 
 
 def age(sync_redis, game: Game, *player_ids: str) -> None:
-    """Make the players' trials due, as if ``trial_ms`` had passed since they joined."""
+    """Make the players' trials due, as if ``trial_ms`` had passed since they joined (the end of a
+    trial is its score: 0 is long past)."""
     for player_id in player_ids:
         assert sync_redis.zadd(game.keys.trial, {player_id: 0}, xx=True, ch=True) == 1
 

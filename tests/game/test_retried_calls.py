@@ -66,12 +66,12 @@ async def test_a_registration_run_twice_grants_once_and_answers_registered(game)
     digest = players.token_digest(players.new_token())
     call_keys = players.register_keys(game, player_id, digest)
     lifetime = game.settings.token_lifetime_ms
-    args = [player_id, "Ada", encode_prices(game.settings.grant), digest, skeleton("Ada"), lifetime]
+    args = [player_id, "Ada", encode_prices(game.settings.grant), digest, skeleton("Ada"), lifetime, 1000]
     first = await game.run("register", call_keys, args)
     again = await game.run("register", call_keys, args)
     assert (int(first[0]), int(again[0])) == (1, 1)
     assert int(first[1]) == int(again[1])
-    other = await game.run("register", call_keys, [player_id, "Eve", *args[2:4], skeleton("Eve"), lifetime])
+    other = await game.run("register", call_keys, [player_id, "Eve", *args[2:4], skeleton("Eve"), *args[5:]])
     assert int(other[0]) == 0
     held = await wallet.read_wallet(game, player_id)
     assert held.balances == {"coin": 50, "ticket": 3}
@@ -83,14 +83,14 @@ async def test_a_retried_registration_keeps_its_name_and_another_id_is_refused_i
     registration (another id) of a look-alike name answers -2 and changes nothing."""
     player_id = ids.mint(PLAYER)
     lifetime = game.settings.token_lifetime_ms
-    args = [player_id, "Bob", encode_prices(game.settings.grant), "", skeleton("Bob"), lifetime]
+    args = [player_id, "Bob", encode_prices(game.settings.grant), "", skeleton("Bob"), lifetime, 1000]
     first = await game.run("register", players.register_keys(game, player_id), args)
     again = await game.run("register", players.register_keys(game, player_id), args)
     assert (int(first[0]), int(again[0])) == (1, 1)
     assert await game.redis.hget(game.keys.names, "bob") == player_id.encode()
     before = game_probe.snapshot()
     other = ids.mint(PLAYER)
-    look_alike = [other, "B0B", args[2], "", skeleton("B0B"), lifetime]
+    look_alike = [other, "B0B", args[2], "", skeleton("B0B"), lifetime, 1000]
     assert int((await game.run("register", players.register_keys(game, other), look_alike))[0]) == -2
     assert game_probe.snapshot() == before
 

@@ -208,7 +208,8 @@ async def run_score_worker(
     grace_s: float,
     wrap: Callable[[Handler], Handler] | None = None,
 ) -> Worker:
-    """The score worker until SIGTERM / SIGINT, with the refunder of dead guesses beside it; ``wrap``
+    """The score worker until SIGTERM / SIGINT, with the refunder of dead guesses and the expiry of players
+    who never played (:class:`codemojex.trials.Expirer`) beside it; ``wrap``
     (the conformance suite's worker) wraps the handler. Returns the stopped worker."""
     refunder = Refunder(game, every_s=sweep_every_s)  # refunds dead guesses (codemojex.refunds)
     expirer = Expirer(game)  # deletes players who never played (codemojex.trials)

@@ -17,30 +17,29 @@
     KEYS[3] ledger  (list)   append-only JSON entries
     KEYS[4] credits (hash)   operation id -> the credit it made
     KEYS[5] players (zset)   every player id by registration time
-    KEYS[6] trial   (zset)   players with no admitted guess yet, by registration time
+    KEYS[6] trial   (zset)   players with no admitted guess yet, by the time their trial ends
     KEYS[7] names   (hash)   a display name's skeleton -> the player holding it
     KEYS[8] token   (string) cmx:{t}:token:<D>, the player's token (KEYS[1] again when none)
 
     ARGV[1] player id
-    ARGV[2] the trial time (ms): a player on trial registered that long ago is deleted
-    ARGV[3] the token digest the caller read from the record, or ''
-    ARGV[4] the name skeleton the caller read from the record
+    ARGV[2] the token digest the caller read from the record, or ''
+    ARGV[3] the name skeleton the caller read from the record
 
   Output:
     { 1 }  deleted
     { 0 }  not on trial (played, or gone already); nothing changed
-    {-1 }  on trial, but not for that long yet; nothing changed
+    {-1 }  on trial, and the trial has not ended yet; nothing changed
     {-2 }  the record names another token than ARGV[3]; nothing changed
 ]]
 local playerKey, walletKey, ledgerKey, creditsKey, playersKey, trialKey, namesKey, tokenKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local playerId, trialMs, digest, skeleton = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local playerId, digest, skeleton = ARGV[1], ARGV[2], ARGV[3]
 
-local since = redis.call('ZSCORE', trialKey, playerId)
-if not since then return {0} end
+local ends = redis.call('ZSCORE', trialKey, playerId)
+if not ends then return {0} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now - tonumber(since) < trialMs then return {-1} end
+if tonumber(ends) > now then return {-1} end
 if (redis.call('HGET', playerKey, 'token') or '') ~= digest then return {-2} end
 if digest ~= '' and redis.call('GET', tokenKey) == playerId then redis.call('DEL', tokenKey) end
 if redis.call('HGET', namesKey, skeleton) == playerId then redis.call('HDEL', namesKey, skeleton) end

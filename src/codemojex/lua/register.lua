@@ -9,8 +9,9 @@
   without the token that names it): its own key, expiring after the token lifetime (ARGV[6]), and the
   player's record names it (field 'token'). The name's skeleton (codemojex.names.skeleton: what it
   looks like) is claimed in the same step: a name that looks like another player's registers nobody.
-  The new player is on trial (KEYS[7]) until their first admitted guess (submit.lua); one still on
-  trial after the trial time is deleted whole by expire.lua (codemojex.trials).
+  The new player is on trial (KEYS[7], scored by the time the trial ends: now + ARGV[7]) until their
+  first admitted guess (submit.lua); one still on trial then is deleted whole by expire.lua
+  (codemojex.trials).
 
   Input:
     KEYS[1] player  (hash)   cmx:{t}:player:<PLR>
@@ -19,7 +20,7 @@
     KEYS[4] players (zset)   every player id by registration time
     KEYS[5] token   (string) cmx:{t}:token:<D>, the token's key (unused without a digest)
     KEYS[6] names   (hash)   a display name's skeleton -> the player holding it
-    KEYS[7] trial   (zset)   players with no admitted guess yet, by registration time
+    KEYS[7] trial   (zset)   players with no admitted guess yet, by the time their trial ends
 
     ARGV[1] player id
     ARGV[2] display name (validated by the caller)
@@ -27,6 +28,7 @@
     ARGV[4] the token's SHA-256 hex digest, or '' for none (validated by the caller)
     ARGV[5] the display name's skeleton (computed by the caller)
     ARGV[6] the token's lifetime (ms)
+    ARGV[7] the trial time (ms)
 
   Output:
     { 1, created_ms }  registered and granted, now or by an earlier call with the same arguments
@@ -37,7 +39,7 @@
 local playerKey, walletKey, ledgerKey, playersKey, tokenKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local namesKey, trialKey = KEYS[6], KEYS[7]
 local playerId, name, grant, digest, skeleton = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local lifetime = tonumber(ARGV[6])
+local lifetime, trialMs = tonumber(ARGV[6]), tonumber(ARGV[7])
 
 local existing = redis.call('HMGET', playerKey, 'name', 'created')
 if existing[1] then
@@ -56,7 +58,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', playerKey, 'name', name, 'created', now, 'skeleton', skeleton)
 if digest ~= '' then redis.call('HSET', playerKey, 'token', digest) end
 redis.call('ZADD', playersKey, now, playerId)
-redis.call('ZADD', trialKey, now, playerId)
+redis.call('ZADD', trialKey, now + trialMs, playerId)
 for currency, amount in string.gmatch(grant, '([a-z]+)=(%d+)') do
   local balance = redis.call('HINCRBY', walletKey, currency, tonumber(amount))
   redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = currency, delta = tonumber(amount),
