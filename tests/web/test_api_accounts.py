@@ -6,7 +6,16 @@ from __future__ import annotations
 from codemojex import trials
 from codemojex.game import Game, GameSettings
 from echomq import Bus
-from tests.support.web import FRUIT, error_code, open_round, run, wait_until, with_settings
+from tests.support.web import (
+    FRUIT,
+    error_code,
+    open_round,
+    run,
+    stop_worker,
+    wait_until,
+    with_settings,
+    worker_process,
+)
 
 
 def token_keys(sync_redis, tag: str) -> list[bytes]:
@@ -111,3 +120,19 @@ def test_me_says_until_when_a_player_who_never_played_is_kept(join, operator):
     guess = "".join(FRUIT[:6])
     assert ada.post(f"/api/rounds/{the_round['round_id']}/guesses", json={"guess": guess}).status_code == 202
     assert ada.get("/api/me").json()["expires_unless_played_ms"] is None
+
+
+def test_the_score_worker_process_expires_players_who_never_played(join, sync_redis, redis_server, tag):
+    """The sweep's runner: a real ``codemojex worker`` deletes a player whose trial is over (made due
+    by setting its end to 0) and keeps one still on trial."""
+    gone_id, gone = join("Gone")
+    kept_id, _ = join("Kept")
+    sync_redis.zadd(f"cmx:{{{tag}}}:trial", {gone_id: 0}, xx=True)
+    process = worker_process(redis_server.url, tag)
+    try:
+        wait_until(lambda: not sync_redis.exists(f"cmx:{{{tag}}}:player:{gone_id}"), what="the expiry pass")
+    finally:
+        stop_worker(process)
+    assert gone.get("/api/me").status_code == 401
+    assert not [key for key in sync_redis.scan_iter(f"cmx:{{{tag}}}:*") if gone_id.encode() in key]
+    assert sync_redis.exists(f"cmx:{{{tag}}}:player:{kept_id}")
