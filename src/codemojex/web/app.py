@@ -84,15 +84,9 @@ def create_app(config: HostConfig) -> FastAPI:
     app.add_exception_handler(redis.exceptions.RedisError, problems.on_foreign_error)
     app.add_exception_handler(RequestValidationError, problems.on_malformed)
     app.add_exception_handler(StarletteHTTPException, problems.on_http)
-    for router in (
-        player_api.router,
-        token_api.router,
-        operator_api.router,
-        proof_api.router,
-        events.router,
-        metrics.router,
-    ):
+    for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
         app.include_router(router)
+    app.include_router(token_api.router)
 
     @app.get("/healthz", tags=["health"])
     async def healthz(request: Request) -> dict[str, Any]:
