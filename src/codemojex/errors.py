@@ -102,9 +102,14 @@ class UnknownJob(NotFound):
 
 
 class NameTaken(CodemojexError):
-    """Another player's name looks the same as this one (see :func:`codemojex.names.skeleton`)."""
+    """Another player's name looks the same as this one (see :func:`codemojex.names.skeleton`);
+    ``suggestion`` is a free name like it, or None."""
 
     code = "name_taken"
+
+    def __init__(self, message: str, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.suggestion = suggestion
 
 
 class RoundClosed(CodemojexError):

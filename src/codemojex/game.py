@@ -31,20 +31,23 @@ from echomq.scripts import AsyncScripts, Library
 
 # Each game script and the number of KEYS it declares (a unit test checks the headers).
 KEY_COUNTS: dict[str, int] = {
-    "register": 6,
+    "register": 7,
     "open_round": 3,
     "close_round": 1,
     "credit": 4,
-    "submit": 16,
+    "submit": 17,
     "score": 16,
     "lock": 4,
     "refund": 10,
     "admit": 2,
+    "token": 5,
+    "expire": 8,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 
 _CURRENCY = re.compile(r"[a-z]{1,16}")
 MAX_AMOUNT = 1_000_000
+DAY_MS = 24 * 3600 * 1000
 
 
 def check_currency(name: object) -> str:
@@ -106,6 +109,8 @@ class GameSettings:
     max_attempts: int = 10  # deliveries of one guess job before it is dead-lettered
     max_queued: int = 100  # a player's guesses waiting to be scored, at most (then: too_many_queued)
     events_cap: int = 1000  # entries kept in a round's event stream
+    token_lifetime_ms: int = 30 * DAY_MS  # an API token's life from its issue (codemojex.tokens)
+    trial_ms: int = DAY_MS  # a player with no admitted guess this long after joining is deleted (trials)
 
     def __post_init__(self) -> None:
         check_prices(self.grant, what="grant")
@@ -115,6 +120,8 @@ class GameSettings:
             ("max_attempts", 1, 1000),
             ("max_queued", 1, 1_000_000),
             ("events_cap", 1, 1_000_000),
+            ("token_lifetime_ms", 100, 366 * DAY_MS),
+            ("trial_ms", 100, 366 * DAY_MS),
         ):
             check_int(name, getattr(self, name), low, high)
 

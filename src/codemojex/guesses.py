@@ -142,6 +142,7 @@ def submit_call(
             keys.charges(round_id),
             keys.standing(round_id),
             keys.guess(guess_of(job)),
+            keys.trial,
         ],
         [
             job,

@@ -12,8 +12,9 @@ key                         type    holds
 ``rounds``                  zset    every round id, scored by its open time (ms)
 ``round:<RND>``             hash    keyboard, length, prices, opens/closes, max guesses, status
 ``secret:<RND>``            string  the six keys (JSON); read only by the score worker and reveal
-``player:<PLR>``            hash    display name, created time
+``player:<PLR>``            hash    display name, created time, name skeleton, current token digest
 ``players``                 zset    every player id, scored by registration time
+``trial``                   zset    players with no admitted guess yet, by when their trial ends (ms)
 ``wallet:<PLR>``            hash    currency -> balance (never negative)
 ``ledger:<PLR>``            list    append-only entries (JSON): currency, delta, balance, reason, job, op
 ``credits:<PLR>``           hash    OPR -> ``currency amount balance``: each credit's operation, once
@@ -30,7 +31,9 @@ key                         type    holds
 ``proven:<RND>:<PLR>``      hash    position -> the key a scored guess proved a hit there
 ``locks:<RND>:<PLR>``       hash    position -> key the player locked (a proven hit)
 ``events:<RND>``            stream  scored guesses and board changes, capped, for live pages
-``tokens``                  hash    SHA-256 of a player's API token (hex) -> player id
+``token:<D>``               string  the player id an API token names (D: its SHA-256 hex); PX lifetime
+``rotated:<D>``             string  a rotated token's successor, sealed (replays a lost rotation reply)
+``tokens``                  hash    legacy (before token keys): SHA-256 of a token -> player id; read
 ``names``                   hash    a display name's skeleton (codemojex.names) -> the player holding it
 ``latency``                 hash    submit->scored latency histogram: bucket -> count, count, sum_ms
 ``idempotency:<PLR>:<H>``   hash    an Idempotency-Key (H: its SHA-256) -> the JOB it named, digest
@@ -160,6 +163,16 @@ class GameKeys:
     @property
     def tokens(self) -> str:
         return f"{self.prefix}tokens"
+
+    def token(self, digest: str) -> str:
+        return f"{self.prefix}token:{check_digest(digest)}"
+
+    def rotated(self, digest: str) -> str:
+        return f"{self.prefix}rotated:{check_digest(digest)}"
+
+    @property
+    def trial(self) -> str:
+        return f"{self.prefix}trial"
 
     @property
     def names(self) -> str:

@@ -12,11 +12,17 @@ Greek look-alikes and the digits 0 and 1 mapped to the Latin letters they pass f
 variation selectors dropped, runs of spaces made one. A name whose skeleton another player holds is
 taken (``Bob``, ``BOB``, ``B\\u043eb`` (with a Cyrillic o) and ``B0b`` are one name).
 
+Duplicates are disambiguated by suggestion, not by a discriminator shown on every name: a taken name
+is refused, and :func:`variants` proposes names like it (the name, a space and a number: ``Bob 2``,
+``Bob 47``, ``Bob 3816``), of which the caller (:func:`codemojex.players.suggest_name`) offers one that
+nobody holds. The player keeps a name of their own choosing, and no two players pass for each other.
+
 Pure: imports neither Redis nor echomq.
 """
 
 from __future__ import annotations
 
+import random
 import unicodedata
 
 from codemojex.errors import InvalidName
@@ -76,3 +82,22 @@ def skeleton(name: str) -> str:
     folded = folded.translate(LOOKALIKES)
     kept = (c for c in folded if c != ZWJ and c not in _VARIATION and unicodedata.category(c) != "Cf")
     return " ".join("".join(kept).split())
+
+
+def variants(name: str, rng: random.Random | None = None) -> list[str]:
+    """Names like ``name`` (checked by :func:`check_name`) to offer when it is taken: ``name 2`` to
+    ``name 5``, then numbers of two and of three or four digits drawn by ``rng``; a long name is cut to
+    leave room for the number."""
+    draw = rng or random.Random()
+    numbers = [2, 3, 4, 5, *draw.sample(range(10, 100), 4), *draw.sample(range(100, 10_000), 4)]
+    base = check_name(name)
+    out: list[str] = []
+    for number in numbers:
+        suffix = f" {number}"
+        try:
+            candidate = check_name(base[: MAX_NAME - len(suffix)].rstrip() + suffix)
+        except InvalidName:  # the cut split a character off its marks or joiner
+            continue
+        if skeleton(candidate) != skeleton(base) and candidate not in out:
+            out.append(candidate)
+    return out

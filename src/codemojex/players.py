@@ -2,7 +2,13 @@
 
 A player's id names their lane on the bus, so the queue rotates service across players. A player may
 hold an API token (:func:`new_token`), bound at registration in the same script: Redis keeps only the
-token's SHA-256, and :func:`authenticate` answers the player a presented token names.
+token's SHA-256, under a key of its own that expires after the token lifetime; :mod:`codemojex.tokens`
+authenticates, rotates and revokes it.
+
+A new player is on trial: one with no admitted guess :attr:`~codemojex.game.GameSettings.trial_ms`
+after joining is deleted with everything they hold (:mod:`codemojex.trials`), and their name is free
+again. A name that looks like another player's (:class:`NameTaken`) comes with a free name like it
+(:func:`suggest_name`: the name and a number), so a client can offer it.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass
 from codemojex.errors import InvalidOption, NameTaken, ScriptError, UnknownPlayer
 from codemojex.game import Game, encode_prices, translate_errors
 from codemojex.keys import PLAYER, check_digest
-from codemojex.names import check_name, skeleton
+from codemojex.names import check_name, skeleton, variants
 from echomq import ids
 
 
@@ -39,16 +45,17 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def register_keys(game: Game, player_id: str) -> list[str]:
-    """The keys register.lua declares for ``player_id`` (its KEYS, in order)."""
+def register_keys(game: Game, player_id: str, digest: str | None = None) -> list[str]:
+    """The keys register.lua declares for ``player_id`` and a token ``digest`` (its KEYS, in order)."""
     keys = game.keys
     return [
         keys.player(player_id),
         keys.wallet(player_id),
         keys.ledger(player_id),
         keys.players,
-        keys.tokens,
+        keys.tokens if digest is None else keys.token(digest),
         keys.names,
+        keys.trial,
     ]
 
 
@@ -62,37 +69,49 @@ async def register(game: Game, name: str, *, token: str | None = None) -> Player
     retry of the command after a timeout reuses the same id and arguments, so it grants once and
     answers the first run's player."""
     display = check_name(name)
-    digest = "" if token is None else check_digest(token_digest(_check_token(token)))
+    digest = "" if token is None else check_digest(token_digest(check_token(token)))
     player_id = ids.mint(PLAYER)
+    settings = game.settings
     reply = await game.run(
         "register",
-        register_keys(game, player_id),
-        [player_id, display, encode_prices(game.settings.grant), digest, skeleton(display)],
+        register_keys(game, player_id, digest or None),
+        [
+            player_id,
+            display,
+            encode_prices(settings.grant),
+            digest,
+            skeleton(display),
+            settings.token_lifetime_ms,
+            settings.trial_ms,
+        ],
     )
     if int(reply[0]) == -1:
         raise InvalidOption("that token names another player already: mint a new one")
     if int(reply[0]) == -2:
-        raise NameTaken(f"another player is called {display!r} or a name that looks the same: pick another")
+        suggestion = await suggest_name(game, display)
+        raise NameTaken(
+            f"another player is called {display!r} or a name that looks the same: pick another"
+            + (f", e.g. {suggestion!r}" if suggestion else ""),
+            suggestion=suggestion,
+        )
     if int(reply[0]) != 1:
         raise ScriptError(f"register.lua answered {reply!r} for a fresh id")
     return Player(player_id, display, int(reply[1]))
 
 
-def _check_token(token: object) -> str:
+def check_token(token: object) -> str:
     if not isinstance(token, str) or not 20 <= len(token) <= MAX_TOKEN or not token.isascii():
         raise InvalidOption(f"a token is 20-{MAX_TOKEN} ASCII characters")
     return token
 
 
-async def authenticate(game: Game, token: str) -> str | None:
-    """The id of the player ``token`` names, or None (an ill-formed token names nobody)."""
-    try:
-        digest = token_digest(_check_token(token))
-    except InvalidOption:
-        return None
+async def suggest_name(game: Game, display: str) -> str | None:
+    """A name like ``display`` (:func:`codemojex.names.variants`) that nobody holds now, or None. Not
+    reserved: another registration may take it first (its caller then gets another suggestion)."""
+    candidates = variants(display)
     with translate_errors():
-        raw = await game.redis.hget(game.keys.tokens, digest)
-    return None if raw is None else bytes(raw).decode()
+        holders = await game.redis.hmget(game.keys.names, [skeleton(name) for name in candidates])
+    return next((name for name, holder in zip(candidates, holders, strict=True) if holder is None), None)
 
 
 async def get_player(game: Game, player_id: str) -> Player:

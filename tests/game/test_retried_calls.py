@@ -63,14 +63,15 @@ async def test_a_registration_run_twice_grants_once_and_answers_registered(game)
     """register.lua run twice with the same id and arguments: one player, one grant, both answers 1
     with the same time; the same id with another name answers 0."""
     player_id = ids.mint(PLAYER)
-    call_keys = players.register_keys(game, player_id)
     digest = players.token_digest(players.new_token())
-    args = [player_id, "Ada", encode_prices(game.settings.grant), digest, skeleton("Ada")]
+    call_keys = players.register_keys(game, player_id, digest)
+    lifetime = game.settings.token_lifetime_ms
+    args = [player_id, "Ada", encode_prices(game.settings.grant), digest, skeleton("Ada"), lifetime, 1000]
     first = await game.run("register", call_keys, args)
     again = await game.run("register", call_keys, args)
     assert (int(first[0]), int(again[0])) == (1, 1)
     assert int(first[1]) == int(again[1])
-    other = await game.run("register", call_keys, [player_id, "Eve", *args[2:4], skeleton("Eve")])
+    other = await game.run("register", call_keys, [player_id, "Eve", *args[2:4], skeleton("Eve"), *args[5:]])
     assert int(other[0]) == 0
     held = await wallet.read_wallet(game, player_id)
     assert held.balances == {"coin": 50, "ticket": 3}
@@ -81,14 +82,15 @@ async def test_a_retried_registration_keeps_its_name_and_another_id_is_refused_i
     """The retry of a registration finds the name held by its own id and answers registered; a new
     registration (another id) of a look-alike name answers -2 and changes nothing."""
     player_id = ids.mint(PLAYER)
-    args = [player_id, "Bob", encode_prices(game.settings.grant), "", skeleton("Bob")]
+    lifetime = game.settings.token_lifetime_ms
+    args = [player_id, "Bob", encode_prices(game.settings.grant), "", skeleton("Bob"), lifetime, 1000]
     first = await game.run("register", players.register_keys(game, player_id), args)
     again = await game.run("register", players.register_keys(game, player_id), args)
     assert (int(first[0]), int(again[0])) == (1, 1)
     assert await game.redis.hget(game.keys.names, "bob") == player_id.encode()
     before = game_probe.snapshot()
     other = ids.mint(PLAYER)
-    look_alike = [other, "B0B", args[2], "", skeleton("B0B")]
+    look_alike = [other, "B0B", args[2], "", skeleton("B0B"), lifetime, 1000]
     assert int((await game.run("register", players.register_keys(game, other), look_alike))[0]) == -2
     assert game_probe.snapshot() == before
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from codemojex.errors import InvalidName
-from codemojex.names import MAX_NAME, check_name, skeleton
+from codemojex.names import MAX_NAME, check_name, skeleton, variants
 
 
 @pytest.mark.parametrize(
@@ -76,3 +78,15 @@ def test_the_skeleton_folds_spaces_and_maps_1_to_l():
     assert skeleton("Ada   Lovelace") == skeleton("ada lovelace")
     assert skeleton("A1ice") == skeleton("Alice")
     assert skeleton("Bobby") != skeleton("Bob")
+
+
+def test_variants_are_valid_names_that_do_not_pass_for_the_name():
+    for name in ["Bob", "a" * 32, "Ada 👩‍💻", "Jos\u00e9"]:
+        offered = variants(name, random.Random(7))
+        assert len(offered) >= 8
+        assert offered[:4] == [f"{check_name(name)[: MAX_NAME - 2].rstrip()} {n}" for n in (2, 3, 4, 5)]
+        for candidate in offered:
+            assert check_name(candidate) == candidate
+            assert len(candidate) <= MAX_NAME
+            assert skeleton(candidate) != skeleton(name)
+        assert len({skeleton(candidate) for candidate in offered}) == len(offered)

@@ -19,6 +19,7 @@ from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
+from codemojex.trials import Expirer
 from echomq.worker.handler import Handler
 from echomq.worker.runner import Worker
 
@@ -207,9 +208,11 @@ async def run_score_worker(
     grace_s: float,
     wrap: Callable[[Handler], Handler] | None = None,
 ) -> Worker:
-    """The score worker until SIGTERM / SIGINT, with the refunder of dead guesses beside it; ``wrap``
+    """The score worker until SIGTERM / SIGINT, with the refunder of dead guesses and the expiry of players
+    who never played (:class:`codemojex.trials.Expirer`) beside it; ``wrap``
     (the conformance suite's worker) wraps the handler. Returns the stopped worker."""
     refunder = Refunder(game, every_s=sweep_every_s)  # refunds dead guesses (codemojex.refunds)
+    expirer = Expirer(game)  # deletes players who never played (codemojex.trials)
     handler: Handler = ScoreWorker(game).handle
     worker = Worker(
         game.bus,
@@ -222,9 +225,11 @@ async def run_score_worker(
     )
     stopping = asyncio.Event()
     refunds = asyncio.create_task(refunder.run(stopping), name="refunds")
+    expiry = asyncio.create_task(expirer.run(stopping), name="expiry")
     try:
         await worker.run(handle_signals=True)
     finally:
         stopping.set()
         await refunds
+        await expiry
     return worker

@@ -10,7 +10,8 @@
   locks): with no row it is refused as bad_guess. Otherwise it checks the player, the round (open on the server clock), the player's standing
   (not solved), the round's guess limit and the player's queue, picks the first currency of the round's
   price list the wallet can pay, debits it with a ledger entry naming the JOB, and admits the job on the
-  player's lane. A refusal changes nothing: no charge without an admission, no admission without a charge.
+  player's lane. The first admission takes the player off trial (KEYS[17]): they are kept for good
+  (expire.lua deletes only players on trial). A refusal changes nothing: no charge without an admission, no admission without a charge.
 
   Input:
     KEYS[1]  job       (hash)   emq:{t}:job:<JOB>
@@ -29,6 +30,7 @@
     KEYS[14] charges   (hash)   JOB -> 'currency=amount'
     KEYS[15] standing  (hash)   player -> leaderboard member (first byte '0' = solved)
     KEYS[16] guess     (hash)   cmx:{t}:guess:<GES>, the JOB's scored record (read only: reuse check)
+    KEYS[17] trial     (zset)   players with no admitted guess yet (codemojex.trials)
 
     ARGV[1] job id
     ARGV[2] player id (also the lane's name)
@@ -60,7 +62,7 @@ local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, charges
 local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local digest, roundId = ARGV[7], ARGV[8]
-local guessKey = KEYS[16]
+local guessKey, trialKey = KEYS[16], KEYS[17]
 
 -- @include "admit"
 
@@ -112,4 +114,5 @@ redis.call('HINCRBY', quotaKey, playerId, 1)
 redis.call('ZADD', submittedKey, now, jobId)
 local charge = currency .. '=' .. amount
 redis.call('HSET', chargesKey, jobId, charge)
+redis.call('ZREM', trialKey, playerId)
 return {1, reply[2], charge}

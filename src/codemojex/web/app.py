@@ -28,7 +28,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from codemojex import proof
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
-from codemojex.web import events, metrics, operator_api, player_api, problems, proof_api, schemas
+from codemojex.web import (
+    events,
+    metrics,
+    operator_api,
+    player_api,
+    problems,
+    proof_api,
+    schemas,
+    token_api,
+)
 from codemojex.web.admission import Admission
 from codemojex.web.headers import SecurityHeaders, add_docs
 from codemojex.web.host import Host, HostConfig, host_of
@@ -103,6 +112,7 @@ def create_app(config: HostConfig) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, problems.on_http)
     for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
         app.include_router(router)
+    app.include_router(token_api.router)
 
     @app.get("/healthz", tags=["health"], response_model=schemas.HealthOut, responses=problems.answers())
     async def healthz(request: Request) -> dict[str, Any]:

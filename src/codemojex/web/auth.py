@@ -1,8 +1,10 @@
 """Who is calling: a player (``Authorization: Bearer <token>``) or an operator (the operator token).
 
 A player's token is minted at registration (:func:`codemojex.players.new_token`) and Redis keeps only
-its SHA-256, so a leaked database names no usable token. The operator token is compared in constant
-time. A missing or unknown token is 401 ``unauthorized``; a player token on an operator endpoint is 403.
+its SHA-256, so a leaked database names no usable token; it ends after the token lifetime, and is
+rotated or revoked by the player (:mod:`codemojex.tokens`, :mod:`codemojex.web.token_api`). The
+operator token is compared in constant time. A missing or unknown token is 401 ``unauthorized``; a
+player token on an operator endpoint is 403.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Annotated
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from codemojex import players
+from codemojex import tokens
 from codemojex.web.host import host_of
 from codemojex.web.problems import Problem
 
@@ -51,9 +53,13 @@ def is_operator(request: Request, token: str | None) -> bool:
 async def player_of(request: Request, token: str | None) -> str:
     if token is None:
         raise Problem(401, "unauthorized", "send Authorization: Bearer <your player token>")
-    player_id = await players.authenticate(host_of(request).game, token)
+    player_id = await tokens.authenticate(host_of(request).game, token)
     if player_id is None:
-        raise Problem(401, "unauthorized", "that token names no player: join again for a new one")
+        raise Problem(
+            401,
+            "unauthorized",
+            "that token names no player (expired, revoked or rotated): join again for a new one",
+        )
     return player_id
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import guesses, leaderboard, locks, players, rounds, wallet
+from codemojex import guesses, leaderboard, locks, players, rounds, trials, wallet
 from codemojex.emoji import graphemes
 from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import translate_errors
@@ -63,16 +63,33 @@ async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, An
     responses=answers(400, 409, 413, 422, 429),
 )
 async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
-    """Register a player with the starting grant; the token is shown once."""
+    """Register a player with the starting grant; the token is shown once (see docs/http-api.md)."""
     token = players.new_token()
-    player = await players.register(host_of(request).game, new.name, token=token)
-    return {"player_id": player.id, "name": player.name, "token": token, "created_ms": player.created_ms}
+    game = host_of(request).game
+    player = await players.register(game, new.name, token=token)
+    created = player.created_ms
+    return {
+        "player_id": player.id,
+        "name": player.name,
+        "token": token,
+        "created_ms": created,
+        "token_expires_ms": created + game.settings.token_lifetime_ms,
+        "expires_unless_played_ms": created + game.settings.trial_ms,
+    }
 
 
 @router.get("/me", tags=["players"], response_model=schemas.PlayerOut, responses=answers(401, 404))
 async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
-    player = await players.get_player(host_of(request).game, player_id)
-    return {"player_id": player.id, "name": player.name, "created_ms": player.created_ms}
+    """The caller; ``expires_unless_played_ms`` is null once an admitted guess keeps them for good."""
+    game = host_of(request).game
+    player = await players.get_player(game, player_id)
+    ends = await trials.trial_ends(game, player_id)
+    return {
+        "player_id": player.id,
+        "name": player.name,
+        "created_ms": player.created_ms,
+        "expires_unless_played_ms": ends,
+    }
 
 
 @router.get("/wallet", tags=["players"], response_model=schemas.WalletOut, responses=answers(401))

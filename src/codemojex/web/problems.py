@@ -70,6 +70,7 @@ class ErrorDetail(BaseModel):
     problem: str | None = Field(default=None, description="a bad guess: which rule it broke")
     errors: list[FieldError] | None = Field(default=None, description="a malformed request: each field")
     job_id: str | None = Field(default=None, description="a refused guess: the job id it would have had")
+    suggestion: str | None = Field(default=None, description="a name taken: a similar one nobody holds")
 
 
 class ErrorBody(BaseModel):
@@ -140,6 +141,8 @@ def from_error(error: errors.CodemojexError) -> Problem:
     extra: dict[str, Any] = {}
     if isinstance(error, errors.InvalidGuess):
         extra["problem"] = error.problem
+    if isinstance(error, errors.NameTaken) and error.suggestion:
+        extra["suggestion"] = error.suggestion
     return Problem(status_of(error), error.code, str(error), **extra)
 
 

@@ -43,12 +43,26 @@ class NewPlayerOut(Shape):
     name: str
     token: str = Field(description="the player's bearer token: shown once, keep it")
     created_ms: int
+    token_expires_ms: int = Field(description="when the token ends (rotate it before: POST /api/me/token)")
+    expires_unless_played_ms: int = Field(description="a player with no admitted guess by then is deleted")
 
 
 class PlayerOut(Shape):
     player_id: str
     name: str
     created_ms: int
+    expires_unless_played_ms: int | None = Field(description="null once an admitted guess keeps the player")
+
+
+class TokenOut(Shape):
+    player_id: str
+    token: str = Field(description="the new bearer token; the one presented is revoked")
+    token_expires_ms: int
+
+
+class RevokedOut(Shape):
+    player_id: str
+    revoked: bool
 
 
 class LedgerEntryOut(Shape):

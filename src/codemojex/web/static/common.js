@@ -1,7 +1,8 @@
 // Codemojex: helpers shared by the three pages (Play, Proof, Dashboard).
 //
 // - api(): fetch JSON from the HTTP API (docs/http-api.md), throwing ApiError on a refusal;
-// - the player session in localStorage (cmx.token, cmx.player_id, cmx.name) and join();
+// - the player session in localStorage (cmx.token, cmx.player_id, cmx.name, cmx.token_expires_ms,
+//   cmx.token_life_ms) and join(), renewToken() (rotate a token past half its life) and logout();
 // - small DOM builders (el, clear) so server text only ever lands in textContent;
 // - feedback marks (hit / near / miss → 🟩 / 🟨 / ⬜), friendly error texts, time formatting.
 
@@ -66,7 +67,13 @@ export async function api(method, path, { body, token, headers, signal } = {}) {
 // ---------------------------------------------------------------------------------------------
 // The player session
 
-const KEYS = { token: "cmx.token", player_id: "cmx.player_id", name: "cmx.name" };
+const KEYS = {
+  token: "cmx.token",
+  player_id: "cmx.player_id",
+  name: "cmx.name",
+  token_expires_ms: "cmx.token_expires_ms",
+  token_life_ms: "cmx.token_life_ms",
+};
 
 function storageGet(key) {
   try {
@@ -85,17 +92,25 @@ function storageSet(key, value) {
   }
 }
 
-/** The stored player session {token, player_id, name}, or null. */
+/** The stored player session {token, player_id, name, token_expires_ms, token_life_ms}, or null. */
 export function getSession() {
   const token = storageGet(KEYS.token);
   if (!token) return null;
-  return { token, player_id: storageGet(KEYS.player_id) || "", name: storageGet(KEYS.name) || "" };
+  return {
+    token,
+    player_id: storageGet(KEYS.player_id) || "",
+    name: storageGet(KEYS.name) || "",
+    token_expires_ms: Number(storageGet(KEYS.token_expires_ms)) || 0,
+    token_life_ms: Number(storageGet(KEYS.token_life_ms)) || 0,
+  };
 }
 
-export function saveSession({ token, player_id, name }) {
+export function saveSession({ token, player_id, name, token_expires_ms = 0, token_life_ms = 0 }) {
   storageSet(KEYS.token, token);
   storageSet(KEYS.player_id, player_id);
   storageSet(KEYS.name, name);
+  storageSet(KEYS.token_expires_ms, token_expires_ms || null);
+  storageSet(KEYS.token_life_ms, token_life_ms || null);
 }
 
 export function clearSession() {
@@ -105,9 +120,46 @@ export function clearSession() {
 /** Register a player (POST /api/players) and store the session; returns it. */
 export async function join(name) {
   const player = await api("POST", "/api/players", { body: { name } });
-  const session = { token: player.token, player_id: player.player_id, name: player.name };
+  const session = {
+    token: player.token,
+    player_id: player.player_id,
+    name: player.name,
+    token_expires_ms: player.token_expires_ms || 0,
+    token_life_ms: player.token_expires_ms ? player.token_expires_ms - player.created_ms : 0,
+  };
   saveSession(session);
   return session;
+}
+
+/**
+ * Rotate the session's token (POST /api/me/token) when less than half its life is left, or its end is
+ * unknown (a session stored before tokens ended). A lost reply is retried once with the same old
+ * token: the server answers the same new token. Returns the (possibly renewed) session; a 401 throws.
+ */
+export async function renewToken(session) {
+  const left = session.token_expires_ms - Date.now();
+  if (session.token_expires_ms && session.token_life_ms && left > session.token_life_ms / 2) return session;
+  let issued;
+  try {
+    issued = await api("POST", "/api/me/token", { token: session.token });
+  } catch (err) {
+    if (!isRetryable(err)) throw err;
+    issued = await api("POST", "/api/me/token", { token: session.token });
+  }
+  const life = session.token_life_ms || Math.max(0, issued.token_expires_ms - Date.now());
+  const renewed = { ...session, token: issued.token, token_expires_ms: issued.token_expires_ms, token_life_ms: life };
+  saveSession(renewed);
+  return renewed;
+}
+
+/** Log out: revoke the token on the server (DELETE /api/me/token), then forget the session here. */
+export async function logout(session) {
+  try {
+    if (session) await api("DELETE", "/api/me/token", { token: session.token });
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 401)) throw err; // already gone: nothing to revoke
+  }
+  clearSession();
 }
 
 /** n random lower-case letters (for generated names). */
@@ -230,7 +282,8 @@ const FRIENDLY = {
   invalid_name: "Pick a name of 1 to 32 visible characters.",
   invalid_input: "That input is not valid.",
   not_proven: "Only a position one of your scored guesses proved a hit can be locked.",
-  unauthorized: "Your session has expired: join again.",
+  unauthorized: "Your session has ended (expired or logged out): join again.",
+  name_taken: "That name (or one that looks the same) is taken.",
   insufficient_funds: "You cannot pay for another guess: no tickets or coins left.",
   forbidden: "Not allowed: this needs the operator token (or the proof is off).",
   unknown_round: "That round does not exist.",
@@ -270,6 +323,9 @@ export function friendlyError(err) {
   const base = FRIENDLY[err.code] || err.message || `Error ${err.status}`;
   if (err.code === "invalid_guess" && err.problem) {
     return `${base} (${PROBLEMS[err.problem] || String(err.problem).replace(/_/g, " ")})`;
+  }
+  if (err.code === "name_taken" && err.body && err.body.error && err.body.error.suggestion) {
+    return `${base} Try “${err.body.error.suggestion}” (filled in for you).`;
   }
   if (WITH_DETAIL.has(err.code) && err.message && err.message !== base) return `${base.replace(/\.$/, "")}: ${err.message}`;
   return base;

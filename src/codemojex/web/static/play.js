@@ -4,10 +4,12 @@
 // with the mouse or the keyboard; locked positions are filled in by the server (sent as null). Submit
 // with a fresh Idempotency-Key per guess (the same key when a guess is retried after a network error).
 // The player's guesses, wallet and the leaderboard stay live through /api/events (SSE) with polling as
-// the fallback. A 401 anywhere forgets the session and shows the join form again.
+// the fallback. A 401 anywhere (an expired, rotated or revoked token) forgets the session and shows the
+// join form again, the old name filled in. The token is rotated on start when past half its life;
+// "Log out" revokes it on the server before forgetting it here.
 
 import {
-  api, ApiError, isRetryable, getSession, clearSession, join, newIdempotencyKey,
+  api, ApiError, isRetryable, getSession, clearSession, join, renewToken, logout, newIdempotencyKey,
   el, clear, setText, byTestId, showMessage, renderMarks, friendlyError,
   formatClock, formatDuration, serverClock, every,
 } from "/static/common.js";
@@ -77,8 +79,10 @@ async function call(method, path, options = {}) {
     return await api(method, path, { ...options, token: state.session.token });
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
+      const name = state.session ? state.session.name : "";
       clearSession();
       showJoin(friendlyError(err));
+      if (name && !ui.name.value) ui.name.value = name;
     }
     throw err;
   }
@@ -112,21 +116,42 @@ async function onJoin(event) {
     showMessage(ui.message, "");
     startGame();
   } catch (err) {
+    const suggestion = err instanceof ApiError && err.body && err.body.error ? err.body.error.suggestion : null;
+    if (err instanceof ApiError && err.code === "name_taken" && suggestion) ui.name.value = suggestion;
     showMessage(ui.message, friendlyError(err), "error");
   } finally {
     ui.joinButton.disabled = false;
   }
 }
 
-function onLeave() {
-  clearSession();
-  showJoin("");
+async function onLeave() {
+  ui.leave.disabled = true;
+  try {
+    await logout(state.session);
+    showJoin("Logged out: this player's token no longer works anywhere.");
+  } catch (err) {
+    showMessage(ui.message, friendlyError(err), "error");
+  } finally {
+    ui.leave.disabled = false;
+  }
 }
 
 async function startGame() {
   ui.joinForm.hidden = true;
   ui.game.hidden = false;
   ui.playerName.textContent = state.session.name || state.session.player_id;
+  try {
+    state.session = await renewToken(state.session);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      const name = state.session.name;
+      clearSession();
+      showJoin(friendlyError(err));
+      ui.name.value = name || "";
+      return;
+    }
+    // the server could not be reached: keep the token, the calls below say what is wrong
+  }
   try {
     const me = await call("GET", "/api/me"); // a stale token answers 401: back to the join form
     state.session.name = me.name || state.session.name;
