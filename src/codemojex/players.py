@@ -59,6 +59,21 @@ def register_keys(game: Game, player_id: str, digest: str | None = None) -> list
     ]
 
 
+def register_args(game: Game, player_id: str, display: str, digest: str = "") -> list[str | int]:
+    """register.lua's ARGV for ``player_id`` named ``display`` (checked) and a token ``digest`` ('' for
+    none), with the game's grant, token lifetime and trial time."""
+    settings = game.settings
+    return [
+        player_id,
+        display,
+        encode_prices(settings.grant),
+        digest,
+        skeleton(display),
+        settings.token_lifetime_ms,
+        settings.trial_ms,
+    ]
+
+
 async def register(game: Game, name: str, *, token: str | None = None) -> Player:
     """A new player with the starting grant (every credit in their ledger); with ``token`` (from
     :func:`new_token`), that token names them from now on. The name is checked and normalised by
@@ -71,19 +86,10 @@ async def register(game: Game, name: str, *, token: str | None = None) -> Player
     display = check_name(name)
     digest = "" if token is None else check_digest(token_digest(check_token(token)))
     player_id = ids.mint(PLAYER)
-    settings = game.settings
     reply = await game.run(
         "register",
         register_keys(game, player_id, digest or None),
-        [
-            player_id,
-            display,
-            encode_prices(settings.grant),
-            digest,
-            skeleton(display),
-            settings.token_lifetime_ms,
-            settings.trial_ms,
-        ],
+        register_args(game, player_id, display, digest),
     )
     if int(reply[0]) == -1:
         raise InvalidOption("that token names another player already: mint a new one")

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 from codemojex import rounds
 from codemojex.errors import InvalidOption, ScriptError
-from codemojex.game import Game, GameSettings, encode_prices, translate_errors
+from codemojex.game import Game, GameSettings, translate_errors
 from codemojex.keys import PLAYER, check_id
-from codemojex.names import skeleton
-from codemojex.players import register_keys
+from codemojex.players import register_args, register_keys
 from echomq.keyspace import check_tag
 
 DEMO_SUFFIX = ".proof"
@@ -109,11 +108,7 @@ async def ensure_player(demo: Game, player_id: str) -> None:
     """Register the caller's demo player (the same ``PLR`` id in the demo game, with the demo grant);
     once: a second call is register.lua's retry of the same registration and changes nothing."""
     name = demo_name(player_id)
-    reply = await demo.run(
-        "register",
-        register_keys(demo, player_id),
-        [player_id, name, encode_prices(demo.settings.grant), "", skeleton(name)],
-    )
+    reply = await demo.run("register", register_keys(demo, player_id), register_args(demo, player_id, name))
     if int(reply[0]) != 1:
         raise ScriptError(f"register.lua answered {reply!r} for the demo player {player_id}")
 
