@@ -12,6 +12,14 @@ Linux), even if serve is killed by SIGKILL.
 Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams end, the web host stops
 taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
 (writing its AOF). The next start finds every admitted guess: queued ones are then scored.
+
+Redis users (:mod:`codemojex.access`, :class:`Credentials`): on the embedded Redis, serve itself logs in as
+its admin user (loads the scripts, opens a first round), the web host as the host user and the worker as
+the worker user, with the passwords generated into the data folder. With ``REDIS_URL``, serve uses that
+URL for itself, ``$CODEMOJEX_HOST_URL`` for the host and ``$CODEMOJEX_WORKER_URL`` for the worker when they
+are set (users made by ``codemojex acl apply``), else ``REDIS_URL`` for all three. The worker gets its URL
+in its environment (``REDIS_URL``), never on its command line; with a host URL of its own the operator's
+open and close are run by the worker (:mod:`codemojex.round_jobs`).
 """
 
 from __future__ import annotations
@@ -31,8 +39,15 @@ from typing import Any
 
 import uvicorn
 
-from codemojex import faults, rounds
-from codemojex.embedded import DATA_DIR, ServeError, embedded_redis, folder_lock, operator_token
+from codemojex import access, faults, rounds
+from codemojex.embedded import (
+    DATA_DIR,
+    ServeError,
+    embedded_passwords,
+    embedded_redis,
+    folder_lock,
+    operator_token,
+)
 from codemojex.game import Game
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig, WorkerStatus
@@ -62,20 +77,52 @@ def _say(text: str) -> None:
     print(text, flush=True)  # noqa: T201  (serve talks to the person who started it)
 
 
+HOST_URL_ENV = "CODEMOJEX_HOST_URL"
+WORKER_URL_ENV = "CODEMOJEX_WORKER_URL"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """The Redis URL (with its user and password) of serve itself, of the web host and of the worker."""
+
+    admin: str
+    host: str
+    worker: str
+
+    @property
+    def least_privilege(self) -> bool:
+        """The host has a user of its own: it may not touch secrets, the worker opens and closes."""
+        return self.host != self.admin
+
+    @classmethod
+    def embedded(cls, url: str, tag: str, passwords: dict[str, str]) -> Credentials:
+        def login(role: str) -> str:
+            return access.with_user(url, access.user_name(role, tag), passwords[role])
+
+        return cls(login(access.ADMIN), login(access.HOST), login(access.WORKER))
+
+    @classmethod
+    def from_env(cls, url: str) -> Credentials:
+        return cls(url, os.environ.get(HOST_URL_ENV) or url, os.environ.get(WORKER_URL_ENV) or url)
+
+
 class WorkerSupervisor:
-    """One ``codemojex worker`` process, restarted whenever it exits while the host runs."""
+    """One ``codemojex worker`` process, restarted whenever it exits while the host runs; its Redis URL
+    (with a password) is in its environment, never on its command line (``ps`` shows that to all)."""
 
     def __init__(self, url: str, options: ServeOptions) -> None:
         self.argv = [
             sys.executable, "-m", "codemojex.cli",
-            "--redis-url", url, "--tag", options.tag, "--log-level", "WARNING",
+            "--tag", options.tag, "--log-level", "WARNING",
             "worker",
             "--concurrency", str(options.concurrency),
             "--lease-ms", str(WORKER_LEASE_MS),
             "--sweep-every", str(WORKER_SWEEP_S),
             "--grace", str(WORKER_GRACE_S),
         ]  # fmt: skip
-        self.env = dict(os.environ)
+        self.env = dict(os.environ, REDIS_URL=url)
+        for name in (HOST_URL_ENV, WORKER_URL_ENV):
+            self.env.pop(name, None)
         if options.proof:
             listed = [p for p in self.env.get(faults.ENV, "").split(",") if p.strip()]
             self.env[faults.ENV] = ",".join([*listed, faults.REQUESTED])
@@ -149,7 +196,9 @@ class _Server(uvicorn.Server):
 
 
 async def _ensure_round(url: str, tag: str) -> rounds.Round:
+    """As serve's own user (admin): load the scripts (the host may not), open a round if none is."""
     async with Game.from_url(url, tag) as game:
+        await access.load_scripts(game.redis)
         current = await rounds.current_round(game)
         if current is not None:
             return current
@@ -172,18 +221,20 @@ async def serve(options: ServeOptions) -> int:
     with contextlib.ExitStack() as stack:
         if not url:
             stack.enter_context(folder_lock(options.data_dir))
-            redis_server = embedded_redis(options.data_dir)
+            redis_server = embedded_redis(options.data_dir, options.tag)
             redis_server.start()
             stack.callback(redis_server.stop)
-            url = redis_server.url
-            _say(f"embedded redis-server on {url}, data and AOF in {redis_server.data_dir}")
+            _say(f"embedded redis-server on {redis_server.url}, data and AOF in {redis_server.data_dir}")
+            logins = Credentials.embedded(redis_server.url, options.tag, embedded_passwords(options.data_dir))
         else:
             options.data_dir.mkdir(parents=True, exist_ok=True)
+            logins = Credentials.from_env(url)
         token = operator_token(options.data_dir, options.operator_token)
-        the_round = await _ensure_round(url, options.tag)
-        supervisor = WorkerSupervisor(url, options)
+        the_round = await _ensure_round(logins.admin, options.tag)
+        supervisor = WorkerSupervisor(logins.worker, options)
         config = HostConfig(
-            redis_url=url,
+            redis_url=logins.host,
+            rounds_by_worker=logins.least_privilege,
             tag=options.tag,
             operator_token=token,
             proof=options.proof,

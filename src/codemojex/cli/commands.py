@@ -19,6 +19,7 @@ from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
+from codemojex.upkeep import Upkeep
 from echomq.worker.handler import Handler
 from echomq.worker.runner import Worker
 
@@ -210,6 +211,7 @@ async def run_score_worker(
     """The score worker until SIGTERM / SIGINT, with the refunder of dead guesses beside it; ``wrap``
     (the conformance suite's worker) wraps the handler. Returns the stopped worker."""
     refunder = Refunder(game, every_s=sweep_every_s)  # refunds dead guesses (codemojex.refunds)
+    upkeep = Upkeep(game, every_s=sweep_every_s)  # the script cache and reveals (codemojex.upkeep)
     handler: Handler = ScoreWorker(game).handle
     worker = Worker(
         game.bus,
@@ -222,9 +224,11 @@ async def run_score_worker(
     )
     stopping = asyncio.Event()
     refunds = asyncio.create_task(refunder.run(stopping), name="refunds")
+    upkept = asyncio.create_task(upkeep.run(stopping), name="upkeep")
     try:
         await worker.run(handle_signals=True)
     finally:
         stopping.set()
         await refunds
+        await upkept
     return worker

@@ -30,7 +30,9 @@ class WorkerStatus:
 class HostConfig:
     """How to build the app. ``operator_token`` guards the operator endpoints (None: they answer 403).
     ``proof`` turns on the proof endpoints, whose crash button kills a worker process armed for it;
-    ``worker_status`` reports that process (given by :mod:`codemojex.serve`)."""
+    ``worker_status`` reports that process (given by :mod:`codemojex.serve`). ``rounds_by_worker``: the
+    operator's open and close go to the score worker as jobs (:mod:`codemojex.round_jobs`), for a host
+    whose Redis user may not touch secrets (:mod:`codemojex.access`)."""
 
     redis_url: str
     tag: str = "cm"
@@ -42,6 +44,7 @@ class HostConfig:
     body_limit: int = BODY_LIMIT
     sample_every_s: float = 5.0  # the dashboard's throughput samples
     max_connections: int = 200
+    rounds_by_worker: bool = False
 
 
 @dataclass(slots=True)
