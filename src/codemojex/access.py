@@ -27,10 +27,14 @@ A round is opened and closed by the worker, on the host's request carried as a j
 (:mod:`codemojex.round_jobs`); the host shows a closed round's secret from its *revealed* copy.
 
 :func:`provision` applies the rules with ``ACL SETUSER`` over an admin connection (``codemojex acl
-apply``), :func:`config_lines` writes them as ``user`` directives of a redis.conf (the embedded Redis of
+--apply``), :func:`config_lines` writes them as ``user`` directives of a redis.conf (the embedded Redis of
 ``make run``, :mod:`codemojex.embedded`). Passwords are kept as SHA-256 in both (``#<hex>``), never in
 clear on a command line. On a Redis Cluster, apply the same rules on every node (``ACL SETUSER`` is not
-propagated): ``codemojex acl apply`` against each node's URL.
+propagated): ``codemojex acl --apply`` against each node's URL.
+
+Adding to the game: a new key goes under ``cmx:{t}:`` (the host may touch it) unless the host must not;
+a command a new script or call uses goes in :data:`DATA` (else the host's call is NOPERM: the least-
+privilege test of the web API shows it); a new script library goes in :func:`load_scripts`'s default.
 """
 
 from __future__ import annotations
@@ -154,6 +158,18 @@ async def load_scripts(client: Any, libraries: tuple[Library, ...] = (ECHOMQ, LI
     return len(missing)
 
 
+async def move_legacy_secrets(client: Any, tag: str) -> int:
+    """Move the secrets an earlier version kept under ``cmx:{t}:secret:<RND>`` (inside the host's key
+    patterns) to ``cmxs:{t}:secret:<RND>``; how many moved. ``serve`` runs it at its start, as admin."""
+    keys, moved = GameKeys(tag), 0
+    with translate_errors():
+        async for raw in client.scan_iter(match=f"{keys.prefix}secret:*", count=1000):
+            name = raw.decode() if isinstance(raw, bytes) else str(raw)
+            await client.rename(name, keys.secret(name.rsplit(":", 1)[1]))
+            moved += 1
+    return moved
+
+
 def with_user(url: str, user: str, password: str) -> str:
     """``url`` with ``user:password@`` in it (replacing any)."""
     parts = urlsplit(url)
@@ -162,6 +178,35 @@ def with_user(url: str, user: str, password: str) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+HOST_URL_ENV = "CODEMOJEX_HOST_URL"
+WORKER_URL_ENV = "CODEMOJEX_WORKER_URL"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """The Redis URL (with its user and password) of serve itself, of the web host and of the worker."""
+
+    admin: str
+    host: str
+    worker: str
+
+    @property
+    def least_privilege(self) -> bool:
+        """The host has a user of its own: it may not touch secrets, the worker opens and closes."""
+        return self.host != self.admin
+
+    @classmethod
+    def embedded(cls, url: str, tag: str, passwords: dict[str, str]) -> Credentials:
+        def login(role: str) -> str:
+            return with_user(url, user_name(role, tag), passwords[role])
+
+        return cls(login(ADMIN), login(HOST), login(WORKER))
+
+    @classmethod
+    def from_env(cls, url: str) -> Credentials:
+        return cls(url, os.environ.get(HOST_URL_ENV) or url, os.environ.get(WORKER_URL_ENV) or url)
 
 
 def write_passwords(path: Path, passwords: Mapping[str, str]) -> None:

@@ -13,13 +13,14 @@ Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams en
 taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
 (writing its AOF). The next start finds every admitted guess: queued ones are then scored.
 
-Redis users (:mod:`codemojex.access`, :class:`Credentials`): on the embedded Redis, serve itself logs in as
-its admin user (loads the scripts, opens a first round), the web host as the host user and the worker as
-the worker user, with the passwords generated into the data folder. With ``REDIS_URL``, serve uses that
-URL for itself, ``$CODEMOJEX_HOST_URL`` for the host and ``$CODEMOJEX_WORKER_URL`` for the worker when they
-are set (users made by ``codemojex acl apply``), else ``REDIS_URL`` for all three. The worker gets its URL
-in its environment (``REDIS_URL``), never on its command line; with a host URL of its own the operator's
-open and close are run by the worker (:mod:`codemojex.round_jobs`).
+Redis users (:mod:`codemojex.access`, :class:`~codemojex.access.Credentials`): on the embedded Redis,
+serve itself logs in as its admin user (loads the scripts, opens a first round), the web host as the
+host user and the worker as the worker user, with the passwords generated into the data folder. With
+``REDIS_URL``, serve uses that URL for itself, ``$CODEMOJEX_HOST_URL`` for the host and
+``$CODEMOJEX_WORKER_URL`` for the worker when they are set (users made by ``codemojex acl --apply``),
+else ``REDIS_URL`` for all three. The worker gets its URL in its environment (``REDIS_URL``), never on
+its command line; with a host URL of its own the operator's open and close are run by the worker
+(:mod:`codemojex.round_jobs`).
 """
 
 from __future__ import annotations
@@ -77,35 +78,6 @@ def _say(text: str) -> None:
     print(text, flush=True)  # noqa: T201  (serve talks to the person who started it)
 
 
-HOST_URL_ENV = "CODEMOJEX_HOST_URL"
-WORKER_URL_ENV = "CODEMOJEX_WORKER_URL"
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """The Redis URL (with its user and password) of serve itself, of the web host and of the worker."""
-
-    admin: str
-    host: str
-    worker: str
-
-    @property
-    def least_privilege(self) -> bool:
-        """The host has a user of its own: it may not touch secrets, the worker opens and closes."""
-        return self.host != self.admin
-
-    @classmethod
-    def embedded(cls, url: str, tag: str, passwords: dict[str, str]) -> Credentials:
-        def login(role: str) -> str:
-            return access.with_user(url, access.user_name(role, tag), passwords[role])
-
-        return cls(login(access.ADMIN), login(access.HOST), login(access.WORKER))
-
-    @classmethod
-    def from_env(cls, url: str) -> Credentials:
-        return cls(url, os.environ.get(HOST_URL_ENV) or url, os.environ.get(WORKER_URL_ENV) or url)
-
-
 class WorkerSupervisor:
     """One ``codemojex worker`` process, restarted whenever it exits while the host runs; its Redis URL
     (with a password) is in its environment, never on its command line (``ps`` shows that to all)."""
@@ -121,7 +93,7 @@ class WorkerSupervisor:
             "--grace", str(WORKER_GRACE_S),
         ]  # fmt: skip
         self.env = dict(os.environ, REDIS_URL=url)
-        for name in (HOST_URL_ENV, WORKER_URL_ENV):
+        for name in (access.HOST_URL_ENV, access.WORKER_URL_ENV):
             self.env.pop(name, None)
         if options.proof:
             listed = [p for p in self.env.get(faults.ENV, "").split(",") if p.strip()]
@@ -196,8 +168,11 @@ class _Server(uvicorn.Server):
 
 
 async def _ensure_round(url: str, tag: str) -> rounds.Round:
-    """As serve's own user (admin): load the scripts (the host may not), open a round if none is."""
+    """As serve's own user (admin): move secrets out of the host's reach (a data folder of an earlier
+    version), load the scripts (the host may not), open a round if none is."""
     async with Game.from_url(url, tag) as game:
+        if await access.move_legacy_secrets(game.redis, tag):
+            _say("moved the secrets of earlier rounds out of the web host's reach")
         await access.load_scripts(game.redis)
         current = await rounds.current_round(game)
         if current is not None:
@@ -225,10 +200,12 @@ async def serve(options: ServeOptions) -> int:
             redis_server.start()
             stack.callback(redis_server.stop)
             _say(f"embedded redis-server on {redis_server.url}, data and AOF in {redis_server.data_dir}")
-            logins = Credentials.embedded(redis_server.url, options.tag, embedded_passwords(options.data_dir))
+            logins = access.Credentials.embedded(
+                redis_server.url, options.tag, embedded_passwords(options.data_dir)
+            )
         else:
             options.data_dir.mkdir(parents=True, exist_ok=True)
-            logins = Credentials.from_env(url)
+            logins = access.Credentials.from_env(url)
         token = operator_token(options.data_dir, options.operator_token)
         the_round = await _ensure_round(logins.admin, options.tag)
         supervisor = WorkerSupervisor(logins.worker, options)
