@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from codemojex import access, rounds
+from codemojex.errors import ScriptError
 from codemojex.game import Game
 from codemojex.keys import GameKeys
 from codemojex.web import HostConfig
@@ -223,6 +224,11 @@ def _play(served, acl: Acl, join, anon) -> None:
         assert again.status_code == 409, again.text  # the worker's typed answer, as a direct call's
         bad = operator.post("/api/operator/rounds", json={"keyboard": ["🍎"]})
         assert bad.status_code == 400, bad.text
+        for path in ("/api/operator/stats", "/api/operator/leases", "/api/operator/dead", "/api/me"):
+            client = ada if path == "/api/me" else operator
+            assert client.get(path).status_code == 200, path
+        assert ada.get("/api/wallet").status_code == 200
+        assert anon.get("/metrics").status_code == 200
 
 
 def test_the_password_file_is_for_its_owner_alone(tmp_path):
@@ -298,3 +304,27 @@ def test_serve_moves_secrets_of_an_earlier_version_out_of_the_hosts_reach(acl):
     finally:
         admin.close()
         host.close()
+
+
+def test_a_round_closed_by_its_close_time_is_revealed_by_the_worker_and_shown_by_the_host(acl):
+    async def scenario() -> None:
+        async with (
+            Game.from_url(acl.url(access.WORKER), acl.tag) as worker,
+            Game.from_url(acl.url(access.HOST), acl.tag) as host,
+        ):
+            await access.load_scripts(worker.redis)
+            opened = await rounds.open_round(worker, keyboard=FRUIT, duration_s=1)
+            secret = await rounds.read_secret(worker, opened.id)
+            assert await rounds.read_revealed(host, [opened.id]) == [None]
+            while (await rounds.get_round(host, opened.id)).status_at(
+                await rounds.server_ms(host)
+            ) is not rounds.RoundStatus.CLOSED:
+                await asyncio.sleep(0.1)
+            assert await rounds.read_revealed(host, [opened.id]) == [None]  # nobody closed it by a call
+            assert await rounds.reveal_closed(worker) == [opened.id]
+            assert await rounds.reveal_closed(worker) == []  # once
+            assert await rounds.read_revealed(host, [opened.id]) == [secret]
+            with pytest.raises(ScriptError, match="no permissions"):  # the host never reads it itself
+                await rounds.read_secret(host, opened.id)
+
+    asyncio.run(scenario())
