@@ -32,6 +32,9 @@ A round is opened and closed by the worker, on the host's request carried as a j
 clear on a command line. On a Redis Cluster, apply the same rules on every node (``ACL SETUSER`` is not
 propagated): ``codemojex acl --apply`` against each node's URL.
 
+The worker's check of ``maxmemory-policy`` (``CONFIG GET``, :mod:`echomq.worker.eviction`) is denied to it
+and skipped (logged at DEBUG): check the policy as the admin.
+
 Adding to the game: a new key goes under ``cmx:{t}:`` (the host may touch it) unless the host must not;
 a command a new script or call uses goes in :data:`DATA` (else the host's call is NOPERM: the least-
 privilege test of the web API shows it); a new script library goes in :func:`load_scripts`'s default.
