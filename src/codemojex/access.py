@@ -17,8 +17,10 @@ so whatever is not listed is NOPERM: ``EVAL``, ``SCRIPT LOAD`` / ``FLUSH`` (for 
 pub/sub... Redis checks the keys of ``EVALSHA`` and every command a script runs against the caller's
 rights, so a script the host runs cannot reach a secret either; the host may only run scripts already
 in the server's cache, loaded by a process that may (:func:`load_scripts`: ``serve`` at its start, the
-score worker each sweep period, :mod:`codemojex.upkeep`). A call of the host that meets an empty script
-cache (a restarted Redis) and may not load is :class:`~codemojex.errors.Unavailable` (503 with
+score worker each sweep period, :mod:`codemojex.upkeep`). ACL cannot name the scripts a user may run
+by SHA, but whatever script the host runs runs with the host's rights; per-function rights (Redis
+Functions, ``FCALL``) would need Redis 7, and the game supports 6.2. A call of the host that meets an
+empty script cache (a restarted Redis) and may not load is :class:`~codemojex.errors.Unavailable` (503 with
 ``Retry-After``) until the worker has loaded them.
 
 The secrets live under ``cmxs:{t}:`` (:mod:`codemojex.keys`): ACL key patterns are allow-lists, so the
