@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,36 +19,10 @@ from codemojex.errors import ScriptError
 from codemojex.game import Game
 from codemojex.keys import GameKeys
 from codemojex.web import HostConfig
-from echomq.testing.server import RedisProcess
+from tests.support.acl import Acl
 from tests.support.web import FRUIT, OPERATOR, open_round, stop_worker, wait_until, worker_process
 
 SAY_SECRET = "return redis.call('GET', KEYS[1])"
-
-
-class Acl:
-    """A redis-server whose users are the game's on ``tag`` (default user off), and their URLs."""
-
-    def __init__(self, folder: Path, tag: str) -> None:
-        self.tag = tag
-        self.passwords = access.passwords_at(folder / "redis-users.json")
-        config = folder / "redis.conf"
-        config.write_text("\n".join(access.config_lines(tag, self.passwords)) + "\n")
-        admin = (access.user_name(access.ADMIN, tag), self.passwords[access.ADMIN])
-        self.server = RedisProcess(folder / "data", appendonly=False, config=config, probe_user=admin)
-
-    def url(self, role: str) -> str:
-        return access.with_user(self.server.url, access.user_name(role, self.tag), self.passwords[role])
-
-    def client(self, role: str) -> redis.Redis:
-        return redis.Redis.from_url(self.url(role))
-
-
-@pytest.fixture
-def acl(tmp_path, tag) -> Iterator[Acl]:
-    server = Acl(tmp_path, tag)
-    server.server.start()
-    yield server
-    server.server.close()
 
 
 def _admin_round(acl: Acl) -> tuple[str, list[str]]:
@@ -229,81 +199,6 @@ def _play(served, acl: Acl, join, anon) -> None:
             assert client.get(path).status_code == 200, path
         assert ada.get("/api/wallet").status_code == 200
         assert anon.get("/metrics").status_code == 200
-
-
-def test_the_password_file_is_for_its_owner_alone(tmp_path):
-    kept = access.passwords_at(tmp_path / "redis-users.json")
-    assert os.stat(tmp_path / "redis-users.json").st_mode & 0o777 == 0o600
-    assert access.passwords_at(tmp_path / "redis-users.json") == kept  # kept across starts
-    assert len(set(kept.values())) == len(kept)
-
-
-def test_codemojex_acl_prints_then_applies_the_users_on_a_redis_of_ones_own(redis_server, tag, tmp_path):
-    file = tmp_path / "users.json"
-
-    def cmx(*args: str) -> dict[str, Any]:
-        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "codemojex.cli",
-                "--tag",
-                tag,
-                "--json",
-                "acl",
-                "--passwords",
-                str(file),
-                *args,
-            ],
-            env=dict(env, REDIS_URL=redis_server.url),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        found: dict[str, Any] = json.loads(done.stdout)
-        return found
-
-    printed = cmx()
-    passwords = access.read_passwords(file)
-    assert file.stat().st_mode & 0o777 == 0o600
-    assert printed["applied"] is False
-    assert all(password not in " ".join(printed["commands"]) for password in passwords.values())
-    host = redis.Redis(
-        port=redis_server.port, username=access.user_name(access.HOST, tag), password=passwords["host"]
-    )
-    try:
-        with pytest.raises(redis.AuthenticationError):  # printed, not applied
-            host.ping()
-        assert cmx("--apply")["applied"] is True
-        assert host.ping()
-        assert host.get(GameKeys(tag).round("RND00T4D8CZQFHDN9MDMK25ZBR")) is None  # its own keys
-        with pytest.raises(redis.exceptions.NoPermissionError):
-            host.get(GameKeys(tag).secret("RND00T4D8CZQFHDN9MDMK25ZBR"))
-    finally:
-        host.close()
-
-
-def test_serve_moves_secrets_of_an_earlier_version_out_of_the_hosts_reach(acl):
-    keys = GameKeys(acl.tag)
-    round_id = "RND00T4D8CZQFHDN9MDMK25ZBR"
-    admin, host = acl.client(access.ADMIN), acl.client(access.HOST)
-    try:
-        admin.set(f"{keys.prefix}secret:{round_id}", '["x"]')
-        assert host.get(f"{keys.prefix}secret:{round_id}") == b'["x"]'  # where it was: the host read it
-
-        async def move() -> int:
-            async with Game.from_url(acl.url(access.ADMIN), acl.tag) as game:
-                return await access.move_legacy_secrets(game.redis, acl.tag)
-
-        assert asyncio.run(move()) == 1
-        assert admin.get(keys.secret(round_id)) == b'["x"]'
-        assert host.get(f"{keys.prefix}secret:{round_id}") is None
-    finally:
-        admin.close()
-        host.close()
 
 
 def test_a_round_closed_by_its_close_time_is_revealed_by_the_worker_and_shown_by_the_host(acl):
