@@ -17,8 +17,9 @@ import redis
 from echomq import Bus
 from echomq.testing.server import RedisProcess, find_redis_server
 
-# The game fixtures (game, the_round, player, game_probe) and the web ones (served, operator, score_worker).
-pytest_plugins = ("tests.support.game", "tests.support.web")
+# The game fixtures (game, the_round, player, game_probe), the web ones (served, operator, score_worker),
+# and a redis-server with the game's Redis users (acl).
+pytest_plugins = ("tests.support.game", "tests.support.web", "tests.support.acl")
 
 _counter = itertools.count()
 

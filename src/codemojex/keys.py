@@ -11,7 +11,7 @@ key                         type    holds
 ==========================  ======  ==========================================================
 ``rounds``                  zset    every round id, scored by its open time (ms)
 ``round:<RND>``             hash    keyboard, length, prices, opens/closes, max guesses, status
-``secret:<RND>``            string  the six keys (JSON); read only by the score worker and reveal
+``revealed:<RND>``          string  the six keys (JSON), copied from the secret once the round closed
 ``player:<PLR>``            hash    display name, created time, name skeleton, current token digest
 ``players``                 zset    every player id, scored by registration time
 ``trial``                   zset    players with no admitted guess yet, by when their trial ends (ms)
@@ -41,6 +41,12 @@ key                         type    holds
 ``bucket:<C>:<a|p>:<D>``    string  a rate limit's bucket (admit.lua): class C, address/player digest D
 ``ticket:<D>``              string  an event-stream ticket (D: its SHA-256) -> ``player round``, short TTL
 ==========================  ======  ==========================================================
+
+One key lives outside ``cmx:{cm}:``: a round's secret, ``cmxs:{cm}:secret:<RND>`` (string, the six keys
+as JSON), read and written only by the processes that may (the score worker, the operator's tools; see
+:mod:`codemojex.access`). Redis ACL key patterns are allow-lists, so the web host's user, allowed
+``cmx:{cm}:*`` and ``emq:{cm}:*``, gets NOPERM on it; the same ``{cm}`` hash tag keeps it in the slot of
+the bus, so one script still touches it with the rest.
 """
 
 from __future__ import annotations
@@ -105,8 +111,16 @@ class GameKeys:
     def round(self, round_id: str) -> str:
         return f"{self.prefix}round:{check_id(round_id, ROUND)}"
 
+    @property
+    def secret_prefix(self) -> str:
+        """What every secret key starts with (outside :attr:`prefix`, see the module doc)."""
+        return f"cmxs:{{{self.tag}}}:"
+
     def secret(self, round_id: str) -> str:
-        return f"{self.prefix}secret:{check_id(round_id, ROUND)}"
+        return f"{self.secret_prefix}secret:{check_id(round_id, ROUND)}"
+
+    def revealed(self, round_id: str) -> str:
+        return f"{self.prefix}revealed:{check_id(round_id, ROUND)}"
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}player:{check_id(player_id, PLAYER)}"

@@ -3,8 +3,11 @@ reveal its secret only after the close.
 
 Every time is the Redis server's clock (``TIME``), as the queue's leases are: a round opens at server
 now + ``delay_s`` and closes at its close time or when :func:`close_round` is called, whichever is first.
-The secret lives in its own key, which only the score worker and :func:`reveal_secret` (after the
-close) read; :func:`get_round` never returns it.
+The secret lives in its own key (outside the web host's Redis key patterns, :mod:`codemojex.access`),
+which only the score worker and :func:`reveal_secret` (the operator's tools, after the close) read;
+:func:`get_round` never returns it. A closed round's secret is copied to its *revealed* key, which the
+host reads (:func:`read_revealed`): by ``close_round.lua`` when a call closes it, and by the worker's
+:func:`reveal_closed` pass when its close time passed.
 """
 
 from __future__ import annotations
@@ -85,14 +88,16 @@ async def open_round(
     duration_s: float | None = None,
     max_guesses: int | None = None,
     secret: list[str] | tuple[str, ...] | None = None,
+    round_id: str | None = None,
 ) -> Round:
     """Open a round; defaults: a random keyboard of ``settings.keyboard_size`` emoji, the settings' price
-    list, open now, until closed, no guess limit, a secret drawn with :mod:`secrets`. ``secret`` may be
-    given (an operator's fixed puzzle, and tests); it must be six keys of the keyboard.
+        list, open now, until closed, no guess limit, a secret drawn with :mod:`secrets`. ``secret`` may be
+        given (an operator's fixed puzzle, and tests); it must be six keys of the keyboard. ``round_id`` is
+    minted here unless given (:mod:`codemojex.round_jobs` mints it on the host).
 
-    A lost reply: the round may or may not exist, and a new call opens another one. redis-py's own retry
-    of the command after a timeout reuses the same id and arguments, so it makes no second round and
-    answers the first one's times."""
+        A lost reply: the round may or may not exist, and a new call opens another one. redis-py's own retry
+        of the command after a timeout reuses the same id and arguments, so it makes no second round and
+        answers the first one's times."""
     if keyboard is None:
         board = kb.random_keyboard(game.settings.keyboard_size if size is None else size)
     elif size is not None:
@@ -105,7 +110,7 @@ async def open_round(
     if max_guesses is not None:
         check_int("max_guesses", max_guesses, 1, MAX_GUESSES_LIMIT)
     code = codes.draw_secret(board, LENGTH) if secret is None else codes.parse_guess(list(secret), board)
-    round_id = ids.mint(ROUND)
+    round_id = ids.mint(ROUND) if round_id is None else check_id(round_id, ROUND)
     keys = game.keys
     reply = await game.run(
         "open_round",
@@ -190,7 +195,12 @@ async def close_round(game: Game, round_id: str, *, operation: str | None = None
     reply: the round may or may not be closed; calling again with the same ``operation`` (redis-py's
     own retry after a timeout does) answers the close time this operation set, never RoundClosed."""
     op = ids.mint(OPERATION) if operation is None else check_id(operation, OPERATION)
-    reply = await game.run("close_round", [game.keys.round(round_id)], [check_id(round_id, ROUND), op])
+    keys = game.keys
+    reply = await game.run(
+        "close_round",
+        [keys.round(round_id), keys.secret(round_id), keys.revealed(round_id)],
+        [check_id(round_id, ROUND), op],
+    )
     code = int(reply[0])
     if code == -1:
         raise UnknownRound(f"no round {round_id}")
@@ -200,29 +210,56 @@ async def close_round(game: Game, round_id: str, *, operation: str | None = None
 
 
 async def reveal_secret(game: Game, round_id: str) -> tuple[str, ...]:
-    """The secret of a closed round; :class:`RoundClosed` (with a message saying so) while it is open."""
+    """The secret of a closed round (the operator's tools: a user that may read secrets); it reveals a
+    round closed by its close time on the way. :class:`RoundClosed` while it is open."""
     the_round = await get_round(game, round_id)
     if the_round.status_at(await server_ms(game)) is not RoundStatus.CLOSED:
         raise RoundClosed(f"round {round_id} is not closed: its secret is revealed after the close")
+    secret = await read_secret(game, round_id)
     with translate_errors():
-        raw = await game.redis.get(game.keys.secret(round_id))
-    if raw is None:
-        raise ScriptError(f"round {round_id} has no secret")
-    return tuple(json.loads(raw))
+        shown = json.dumps(list(secret), ensure_ascii=False)
+        await game.redis.set(game.keys.revealed(round_id), shown, nx=True)
+    return secret
 
 
-async def read_secrets(game: Game, round_ids: list[str]) -> list[tuple[str, ...]]:
-    """The secrets of ``round_ids`` in one round trip; for rounds the caller found closed (a listing)."""
+async def read_revealed(game: Game, round_ids: list[str]) -> list[tuple[str, ...] | None]:
+    """The revealed secrets of ``round_ids`` in one round trip (None: not revealed yet, e.g. a round
+    whose close time passed a moment ago, until the worker's :func:`reveal_closed` pass). The web host
+    reads these; it may not read a secret's own key."""
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
             for round_id in round_ids:
-                pipe.get(game.keys.secret(round_id))
+                pipe.get(game.keys.revealed(round_id))
             raws = await pipe.execute()
-    return [tuple(json.loads(raw)) if raw is not None else () for raw in raws]
+    return [tuple(json.loads(raw)) if raw is not None else None for raw in raws]
+
+
+async def reveal_closed(game: Game, limit: int = 50) -> list[str]:
+    """Copy the secret of each of the ``limit`` latest rounds that is closed (by a call or by its close
+    time) to its revealed key, once; the ids revealed now. Run by a process that may read secrets (the
+    score worker, each sweep period); safe beside another (SET NX of a value that never changes)."""
+    now = await server_ms(game)
+    closed = [r.id for r in await list_rounds(game, limit) if r.status_at(now) is RoundStatus.CLOSED]
+    if not closed:
+        return []
+    keys = game.keys
+    with translate_errors():
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for round_id in closed:
+                pipe.exists(keys.revealed(round_id))
+            shown = await pipe.execute()
+        missing = [round_id for round_id, there in zip(closed, shown, strict=True) if not there]
+        revealed = []
+        for round_id in missing:
+            secret = await game.redis.get(keys.secret(round_id))
+            if secret is not None and await game.redis.set(keys.revealed(round_id), secret, nx=True):
+                revealed.append(round_id)
+    return revealed
 
 
 async def read_secret(game: Game, round_id: str) -> tuple[str, ...]:
-    """The secret, for the score worker (the authority); never exposed to players before the close."""
+    """The secret, open round or not: for a process that may read it (the score worker, the
+    conformance suite's players, tests); the web host's user gets NOPERM."""
     with translate_errors():
         raw = await game.redis.get(game.keys.secret(round_id))
     if raw is None:

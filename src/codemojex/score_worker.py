@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from codemojex import faults
+from codemojex import faults, round_jobs
 from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError, Unavailable
 from codemojex.game import Game, translate_errors
@@ -195,7 +195,9 @@ class ScoreWorker:
         self.game = game
         self.rules: _Recent = _Recent(RULES_KEPT)
 
-    async def handle(self, job: Job) -> Finish:
+    async def handle(self, job: Job) -> Finish | bytes:
+        if job.lane == round_jobs.LANE:  # the operator's open / close, carried from the web host
+            return await round_jobs.handle(self.game, job)
         return await handle(self.game, job, self.rules)
 
 

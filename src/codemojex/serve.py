@@ -16,6 +16,15 @@ and only with ``--proof-crash`` (off by default): the real score worker is never
 Ctrl-C (SIGINT) or SIGTERM stops it cleanly, in order: the live event streams end, the web host stops
 taking requests, the worker finishes (or releases) its in-flight jobs, the embedded Redis shuts down
 (writing its AOF). The next start finds every admitted guess: queued ones are then scored.
+
+Redis users (:mod:`codemojex.access`, :class:`~codemojex.access.Credentials`): on the embedded Redis,
+serve itself logs in as its admin user (loads the scripts, opens a first round), the web host as the
+host user and the worker as the worker user, with the passwords generated into the data folder. With
+``REDIS_URL``, serve uses that URL for itself, ``$CODEMOJEX_HOST_URL`` for the host and
+``$CODEMOJEX_WORKER_URL`` for the worker when they are set (users made by ``codemojex acl --apply``),
+else ``REDIS_URL`` for all three. The worker gets its URL in its environment (``REDIS_URL``), never on
+its command line; with a host URL of its own the operator's open and close are run by the worker
+(:mod:`codemojex.round_jobs`).
 """
 
 from __future__ import annotations
@@ -35,8 +44,15 @@ from typing import Any
 
 import uvicorn
 
-from codemojex import faults, proof, rounds
-from codemojex.embedded import DATA_DIR, ServeError, embedded_redis, folder_lock, operator_token
+from codemojex import access, faults, proof, rounds
+from codemojex.embedded import (
+    DATA_DIR,
+    ServeError,
+    embedded_passwords,
+    embedded_redis,
+    folder_lock,
+    operator_token,
+)
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
 from codemojex.web.admission import Limits
@@ -74,7 +90,8 @@ def _say(text: str) -> None:
 
 
 class WorkerSupervisor:
-    """One ``codemojex worker`` process, restarted whenever it exits while the host runs."""
+    """One ``codemojex worker`` process, restarted whenever it exits while the host runs; its Redis URL
+    (with a password) is in its environment, never on its command line (``ps`` shows that to all)."""
 
     def __init__(
         self,
@@ -89,14 +106,16 @@ class WorkerSupervisor:
         self.name = name
         self.argv = [
             sys.executable, "-m", "codemojex.cli",
-            "--redis-url", url, "--tag", tag or options.tag, "--log-level", "WARNING",
+            "--tag", tag or options.tag, "--log-level", "WARNING",
             "worker",
             "--concurrency", str(concurrency or options.concurrency),
             "--lease-ms", str(WORKER_LEASE_MS),
             "--sweep-every", str(WORKER_SWEEP_S),
             "--grace", str(WORKER_GRACE_S),
         ]  # fmt: skip
-        self.env = dict(os.environ)
+        self.env = dict(os.environ, REDIS_URL=url)
+        for variable in (access.HOST_URL_ENV, access.WORKER_URL_ENV):
+            self.env.pop(variable, None)
         # The requested crash is armed only where it is asked for (the proof's demo worker, --proof-crash).
         listed = self.env.pop(faults.ENV, "").split(",")
         points = [p for p in listed if p.strip() and p.split("@")[0].strip() != faults.REQUESTED]
@@ -217,7 +236,12 @@ class _Server(uvicorn.Server):
 
 
 async def _ensure_round(url: str, tag: str) -> rounds.Round:
+    """As serve's own user (admin): move secrets out of the host's reach (a data folder of an earlier
+    version), load the scripts (the host may not), open a round if none is."""
     async with Game.from_url(url, tag) as game:
+        if await access.move_legacy_secrets(game.redis, tag):
+            _say("moved the secrets of earlier rounds out of the web host's reach")
+        await access.load_scripts(game.redis)
         current = await rounds.current_round(game)
         if current is not None:
             return current
@@ -240,19 +264,23 @@ async def serve(options: ServeOptions) -> int:
     with contextlib.ExitStack() as stack:
         if not url:
             stack.enter_context(folder_lock(options.data_dir))
-            redis_server = embedded_redis(options.data_dir)
+            redis_server = embedded_redis(options.data_dir, options.tag)
             redis_server.start()
             stack.callback(redis_server.stop)
-            url = redis_server.url
-            _say(f"embedded redis-server on {url}, data and AOF in {redis_server.data_dir}")
+            _say(f"embedded redis-server on {redis_server.url}, data and AOF in {redis_server.data_dir}")
+            logins = access.Credentials.embedded(
+                redis_server.url, options.tag, embedded_passwords(options.data_dir)
+            )
         else:
             options.data_dir.mkdir(parents=True, exist_ok=True)
+            logins = access.Credentials.from_env(url)
         token = operator_token(options.data_dir, options.operator_token)
-        the_round = await _ensure_round(url, options.tag)
-        supervisor = WorkerSupervisor(url, options)
-        runner = ProofRunner(url, options) if options.proof else None
+        the_round = await _ensure_round(logins.admin, options.tag)
+        supervisor = WorkerSupervisor(logins.worker, options)
+        runner = ProofRunner(logins.worker, options) if options.proof else None
         config = HostConfig(
-            redis_url=url,
+            redis_url=logins.host,
+            rounds_by_worker=logins.least_privilege,
             tag=options.tag,
             operator_token=token,
             proof=options.proof,

@@ -119,12 +119,23 @@ def closed_under_call(exc: BaseException) -> bool:
     return last is not None and last.tb_frame.f_code.co_filename.endswith(_CONNECTION_MODULES)
 
 
+def script_not_loadable(exc: BaseException) -> bool:
+    """True for the refusal of ``SCRIPT LOAD`` to a user without the right: redis-py's fallback after
+    NOSCRIPT (a server whose script cache is empty, e.g. restarted) for a least-privilege client. Nothing
+    ran; the call can succeed once a process that may has loaded the scripts, as after an outage."""
+    if not isinstance(exc, redis.exceptions.NoPermissionError):
+        return False
+    text = str(exc).lower()
+    return "'script" in text or "script|load" in text
+
+
 def translated(exc: BaseException) -> EchoMQError:
     """The EchoMQ error for a failed Redis call: :class:`RedisUnavailable` if the server could not be
-    reached, else :class:`ScriptError` (a refusal: an error reply, OOM, READONLY, BUSY...)."""
+    reached (or its script cache lacks a script this user may not load, :func:`script_not_loadable`),
+    else :class:`ScriptError` (a refusal: an error reply, OOM, READONLY, BUSY...)."""
     if isinstance(exc, EchoMQError):
         return exc
-    if isinstance(exc, _UNREACHABLE) or closed_under_call(exc):
+    if isinstance(exc, _UNREACHABLE) or closed_under_call(exc) or script_not_loadable(exc):
         return RedisUnavailable(str(exc) or type(exc).__name__)
     return ScriptError(str(exc))
 

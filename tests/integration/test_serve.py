@@ -16,7 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
+from codemojex import access
+from codemojex.keys import GameKeys
 from echomq.testing.server import RedisProcess, free_port
 from tests.support.web import wait_until
 
@@ -326,6 +329,53 @@ def test_serve_keeps_the_crash_button_off_by_default(tmp_path, redis_server, tag
                 headers={"Authorization": f"Bearer {joined['token']}"},
             )
         assert (crash.status_code, crash.json()["error"]["code"]) == (403, "proof_crash_off")
+        assert serve.stop() == 0
+    finally:
+        serve.kill()
+
+
+def test_the_embedded_redis_has_least_privilege_users_and_no_password_on_a_command_line(tmp_path):
+    """The embedded Redis: the default user off, the game's users with passwords generated into the data
+    folder (0600), read by redis-server from a 0600 redis.conf; no password on redis-server's or the
+    worker's command line; the host's user gets NOPERM on a secret, and the operator's open and close
+    (run by the worker) work through the host."""
+    data_dir = tmp_path / ".codemojex-data"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    serve = Serve(data_dir, port)
+    try:
+        operator = serve.wait_up()
+        passwords = access.read_passwords(data_dir / "redis-users.json")
+        for name in ("redis-users.json", "redis.conf"):
+            assert (data_dir / name).stat().st_mode & 0o777 == 0o600, name
+        redis_pid = int((data_dir / "redis.pid").read_text())
+        for pid in (redis_pid, _worker_pid(serve), _worker_pid(serve, "cm.proof")):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            assert all(password.encode() not in cmdline for password in passwords.values()), cmdline
+        found = re.search(r"embedded redis-server on redis://127.0.0.1:(\d+)/0", serve.output)
+        assert found is not None
+        redis_port = int(found.group(1))
+        anonymous = redis.Redis(port=redis_port)
+        host = redis.Redis(
+            port=redis_port, username=access.user_name(access.HOST, "cm"), password=passwords["host"]
+        )
+        try:
+            with pytest.raises(redis.AuthenticationError):
+                anonymous.ping()
+            with httpx.Client(
+                base_url=base, timeout=10, headers={"Authorization": f"Bearer {operator}"}
+            ) as op:
+                opened = op.post("/api/operator/rounds", json={"size": 8})
+                assert opened.status_code == 201, opened.text
+                round_id = opened.json()["round_id"]
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    host.get(GameKeys("cm").secret(round_id))
+                closed = op.post(f"/api/operator/rounds/{round_id}/close")
+                assert closed.status_code == 200, closed.text
+                assert len(op.get(f"/api/rounds/{round_id}").json()["secret"]) == 6
+        finally:
+            anonymous.close()
+            host.close()
         assert serve.stop() == 0
     finally:
         serve.kill()

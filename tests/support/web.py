@@ -26,6 +26,7 @@ import uvicorn
 
 from codemojex import faults, proof
 from codemojex.game import GameSettings
+from codemojex.keys import GameKeys
 from codemojex.web import HostConfig, create_app
 from echomq.testing.server import free_port
 
@@ -166,7 +167,7 @@ def open_demo_round(url: str, tag: str) -> str:
 
 def secret_of(sync_redis: redis.Redis, tag: str, round_id: str) -> list[str]:
     """The test peeks at the secret (the host never does while the round is open)."""
-    raw = sync_redis.get(f"cmx:{{{tag}}}:secret:{round_id}")
+    raw = sync_redis.get(GameKeys(tag).secret(round_id))
     assert raw is not None
     value: list[str] = json.loads(raw)
     return value
@@ -193,13 +194,20 @@ def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coroutine)
 
 
-def worker_process(url: str, tag: str, *, armed: bool = False, lease_ms: int = 1500) -> subprocess.Popen[str]:
-    """A real ``codemojex worker`` process; ``armed`` arms the proof's requested crash."""
+def worker_process(
+    url: str, tag: str, *, armed: bool = False, lease_ms: int = 1500, url_in_env: bool = False
+) -> subprocess.Popen[str]:
+    """A real ``codemojex worker`` process; ``armed`` arms the proof's requested crash; ``url_in_env``
+    gives it the URL (with a password) as ``REDIS_URL``, not on its command line, as serve does."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop(faults.ENV, None)
     if armed:
         env[faults.ENV] = faults.REQUESTED
-    argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", url, "--tag", tag, "--log-level", "WARNING"]
+    argv = [sys.executable, "-m", "codemojex.cli", "--tag", tag, "--log-level", "WARNING"]
+    if url_in_env:
+        env["REDIS_URL"] = url
+    else:
+        argv[3:3] = ["--redis-url", url]
     argv += [
         "worker",
         "--concurrency",

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from codemojex.keys import GameKeys
 from echomq.testing.server import RedisProcess
 from tests.support.web import FRUIT, OPERATOR, error_code, open_round
 
@@ -125,7 +126,7 @@ def test_a_closed_round_reveals_its_secret(anon, operator, sync_redis, tag):
     assert shown["secret"] is not None
     assert len(shown["secret"]) == 6
     assert set(shown["secret"]) <= set(FRUIT)
-    assert shown["secret"] == json.loads(sync_redis.get(f"cmx:{{{tag}}}:secret:{opened['round_id']}"))
+    assert shown["secret"] == json.loads(sync_redis.get(GameKeys(tag).secret(opened["round_id"])))
     assert error_code(anon.get("/api/rounds/current")) == "no_open_round"
     [listed] = anon.get("/api/rounds").json()["rounds"]
     assert listed["secret"] == shown["secret"]

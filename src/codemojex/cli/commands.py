@@ -20,6 +20,7 @@ from codemojex.game import Game, translate_errors
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
 from codemojex.trials import Expirer
+from codemojex.upkeep import Upkeep
 from echomq.worker.handler import Handler
 from echomq.worker.runner import Worker
 
@@ -213,6 +214,7 @@ async def run_score_worker(
     (the conformance suite's worker) wraps the handler. Returns the stopped worker."""
     refunder = Refunder(game, every_s=sweep_every_s)  # refunds dead guesses (codemojex.refunds)
     expirer = Expirer(game)  # deletes players who never played (codemojex.trials)
+    upkeep = Upkeep(game, every_s=sweep_every_s)  # the script cache and reveals (codemojex.upkeep)
     handler: Handler = ScoreWorker(game).handle
     worker = Worker(
         game.bus,
@@ -226,10 +228,12 @@ async def run_score_worker(
     stopping = asyncio.Event()
     refunds = asyncio.create_task(refunder.run(stopping), name="refunds")
     expiry = asyncio.create_task(expirer.run(stopping), name="expiry")
+    upkept = asyncio.create_task(upkeep.run(stopping), name="upkeep")
     try:
         await worker.run(handle_signals=True)
     finally:
         stopping.set()
         await refunds
         await expiry
+        await upkept
     return worker

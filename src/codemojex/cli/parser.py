@@ -10,7 +10,7 @@ import argparse
 import ipaddress
 from typing import Any, NoReturn
 
-from codemojex.cli import commands, play
+from codemojex.cli import acl, commands, play
 from codemojex.cli.arguments import count, id_type, port, position, price, seconds
 from codemojex.cli.commands import Command
 from codemojex.cli.exits import PROG
@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         "refund dead guesses once (all of the dead set, or the JOBs named)",
     )
     give_back.add_argument("jobs", nargs="*", type=id_type(JOB), metavar="JOB")
+    acl.add_parser(sub, common)
 
     serve = sub.add_parser(
         "serve",

@@ -9,7 +9,7 @@
 
   Input:
     KEYS[1] round   (hash)    cmx:{t}:round:<RND>
-    KEYS[2] secret  (string)  cmx:{t}:secret:<RND>
+    KEYS[2] secret  (string)  cmxs:{t}:secret:<RND> (outside cmx:{t}:, see codemojex.access)
     KEYS[3] rounds  (zset)    every round id by open time
 
     ARGV[1] round id

@@ -1,6 +1,10 @@
 """``python -m codemojex.web``: the web host alone (no worker, no embedded Redis), as a deployment runs
 it behind a balancer, with workers started apart (``codemojex worker``). ``codemojex serve`` is the
-one-command local run; this is the piece to run many of."""
+one-command local run; this is the piece to run many of.
+
+Its Redis URL: ``$CODEMOJEX_HOST_URL`` (the host's least-privilege user, :mod:`codemojex.access`; then
+the operator's open and close go to the workers, ``--rounds-by-worker``), else ``$REDIS_URL``. Keep a
+password out of ``--redis-url``: a command line is visible to every local user (``ps``)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,14 @@ from echomq.cli.env import DEFAULT_URL
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m codemojex.web", description=__doc__)
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", DEFAULT_URL))
+    host_url = os.environ.get("CODEMOJEX_HOST_URL")
+    parser.add_argument("--redis-url", default=host_url or os.environ.get("REDIS_URL", DEFAULT_URL))
+    parser.add_argument(
+        "--rounds-by-worker",
+        action=argparse.BooleanOptionalAction,
+        default=bool(host_url),
+        help="open and close rounds through the score worker (a host user that may not touch secrets)",
+    )
     parser.add_argument("--tag", default="cm")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -59,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         cluster=args.cluster,
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
+        rounds_by_worker=args.rounds_by_worker,
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
         limits=limits,
     )

@@ -36,7 +36,9 @@ class HostConfig:
     serve --proof-crash``); ``worker_status`` reports that demo worker (given by :mod:`codemojex.serve`).
     ``proof_caller_cap`` / ``proof_total_cap``: demo jobs pending per caller / in total (then 429).
     ``limits`` are the admission limits (rate, in flight, streams, timeouts:
-    :class:`~codemojex.web.admission.Limits`)."""
+    :class:`~codemojex.web.admission.Limits`). ``rounds_by_worker``: the operator's open and close go to
+    the score worker as jobs (:mod:`codemojex.round_jobs`), for a host whose Redis user may not touch
+    secrets (:mod:`codemojex.access`)."""
 
     redis_url: str
     tag: str = "cm"
@@ -52,6 +54,7 @@ class HostConfig:
     sample_every_s: float = 5.0  # the dashboard's throughput samples
     max_connections: int = 200
     limits: Limits = field(default_factory=Limits)  # admission control (codemojex.web.admission)
+    rounds_by_worker: bool = False
 
 
 @dataclass(slots=True)

@@ -1,5 +1,8 @@
 """The operator's API (``Authorization: Bearer <operator token>``): open and close rounds, queue stats,
-active leases, dead letters, their retry and refund, and the throughput samples the dashboard charts."""
+active leases, dead letters, their retry and refund, and the throughput samples the dashboard charts.
+
+Opening and closing a round touch its secret: with ``rounds_by_worker`` (a host on its least-privilege
+Redis user, :mod:`codemojex.access`) the score worker runs them (:mod:`codemojex.round_jobs`)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import refunds, rounds
+from codemojex import refunds, round_jobs, rounds
 from codemojex.game import translate_errors
 from codemojex.keys import JOB, check_id
 from codemojex.web import schemas, views
@@ -44,8 +47,10 @@ async def _now(request: Request) -> int:
 @router.post("/rounds", status_code=201, response_model=schemas.RoundOut, responses=answers(400, 413, 422))
 async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
     """A new round with a fresh secret drawn with a CSPRNG."""
-    the_round = await rounds.open_round(
-        host_of(request).game,
+    host = host_of(request)
+    opener = round_jobs.open_round if host.config.rounds_by_worker else rounds.open_round
+    the_round = await opener(
+        host.game,
         keyboard=spec.keyboard,
         size=spec.size,
         prices=None if spec.prices is None else [(p.currency, p.amount) for p in spec.prices],
@@ -58,7 +63,9 @@ async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
 
 @router.post("/rounds/{round_id}/close", response_model=schemas.ClosedOut, responses=answers(400, 404))
 async def close_round(request: Request, round_id: str) -> dict[str, Any]:
-    closed = await rounds.close_round(host_of(request).game, round_id)
+    host = host_of(request)
+    closer = round_jobs.close_round if host.config.rounds_by_worker else rounds.close_round
+    closed = await closer(host.game, round_id)
     return {"round_id": round_id, "closed_ms": closed}
 
 

@@ -50,8 +50,8 @@ async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, An
     game = host_of(request).game
     now = await rounds.server_ms(game)
     secret = None
-    if the_round.status_at(now) is RoundStatus.CLOSED:  # closed: its secret is shown
-        secret = await rounds.read_secret(game, the_round.id)
+    if the_round.status_at(now) is RoundStatus.CLOSED:  # closed: its secret is shown once revealed
+        [secret] = await rounds.read_revealed(game, [the_round.id])
     return views.round_view(the_round, now, secret)
 
 
@@ -114,7 +114,7 @@ async def recent(request: Request, limit: Annotated[int, Query(ge=1, le=100)] = 
     now = await rounds.server_ms(game)
     listed = await rounds.list_rounds(game, limit)
     closed = [r.id for r in listed if r.status_at(now) is RoundStatus.CLOSED]
-    secrets = dict(zip(closed, await rounds.read_secrets(game, closed), strict=True))
+    secrets = dict(zip(closed, await rounds.read_revealed(game, closed), strict=True))
     return {"rounds": [views.round_view(r, now, secrets.get(r.id)) for r in listed]}
 
 

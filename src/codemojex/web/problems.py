@@ -123,10 +123,13 @@ def body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status, **extra}}
 
 
+RETRY_AFTER_S = 1  # a 503 (Redis unreachable, its scripts not loaded yet): ask again in a second
+
+
 def respond(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
     if status in (429, 503):  # both pass: say when to try again (DESCRIBED says which send it)
-        headers["Retry-After"] = "1"
+        headers["Retry-After"] = str(RETRY_AFTER_S)
     return JSONResponse(body(status, code, message, **extra), status_code=status, headers=headers)
 
 

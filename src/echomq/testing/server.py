@@ -101,6 +101,8 @@ class RedisProcess:
         extra: tuple[str, ...] = (),
         new_session: bool = False,
         with_parent: bool = False,
+        config: Path | None = None,
+        probe_user: tuple[str, str] | None = None,
     ) -> None:
         self.binary = binary or find_redis_server()
         self._own_dir = data_dir is None
@@ -115,6 +117,10 @@ class RedisProcess:
         self.extra = extra
         self.new_session = new_session  # its own session: a terminal's Ctrl-C reaches only the parent
         self.with_parent = with_parent  # SIGTERM when the starting thread dies (Linux): no orphan server
+        # A redis.conf read first (what must not be on the command line: users and their password
+        # hashes), and the user and password the readiness probe logs in as (the default user may be off).
+        self.config = config
+        self.probe_user = probe_user
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -124,6 +130,7 @@ class RedisProcess:
     def argv(self) -> list[str]:
         return [
             self.binary,
+            *([str(self.config)] if self.config is not None else []),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.data_dir),
@@ -148,7 +155,8 @@ class RedisProcess:
             preexec_fn=die_with_parent if self.with_parent else None,  # noqa: PLW1509  (only prctl)
         )
         deadline = time.monotonic() + START_TIMEOUT_S
-        client = redis.Redis(port=self.port, socket_timeout=1)
+        user, password = self.probe_user or (None, None)
+        client = redis.Redis(port=self.port, socket_timeout=1, username=user, password=password)
         try:
             while True:
                 if self.process.poll() is not None:

@@ -1,0 +1,39 @@
+"""A redis-server with the game's Redis users (:mod:`codemojex.access`), as the embedded one of ``make
+run`` has them: read from a redis.conf, the default user off; and the URL of each role."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from codemojex import access
+from echomq.testing.server import RedisProcess
+
+
+class Acl:
+    """A redis-server whose users are the game's on ``tag`` (default user off), and their URLs."""
+
+    def __init__(self, folder: Path, tag: str) -> None:
+        self.tag = tag
+        self.passwords = access.passwords_at(folder / "redis-users.json")
+        config = folder / "redis.conf"
+        config.write_text("\n".join(access.config_lines(tag, self.passwords)) + "\n")
+        admin = (access.user_name(access.ADMIN, tag), self.passwords[access.ADMIN])
+        self.server = RedisProcess(folder / "data", appendonly=False, config=config, probe_user=admin)
+
+    def url(self, role: str) -> str:
+        return access.with_user(self.server.url, access.user_name(role, self.tag), self.passwords[role])
+
+    def client(self, role: str) -> redis.Redis:
+        return redis.Redis.from_url(self.url(role))
+
+
+@pytest.fixture
+def acl(tmp_path, tag) -> Iterator[Acl]:
+    server = Acl(tmp_path, tag)
+    server.server.start()
+    yield server
+    server.server.close()
