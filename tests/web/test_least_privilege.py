@@ -182,10 +182,15 @@ def _play(served, acl: Acl, join, anon) -> None:
         wait_until(lambda: ada.get(f"/api/jobs/{job}").json().get("state") == "done", what="the guess scored")
         board = anon.get(f"/api/rounds/{round_id}/leaderboard").json()
         assert [entry["player_id"] for entry in board["entries"]] == [ada_id]
-        token = ada.headers["authorization"].split()[1]
-        with anon.stream("GET", f"/api/events?round_id={round_id}&token={token}") as stream:
+        ticket = ada.post("/api/events/ticket", json={"round_id": round_id})
+        assert ticket.status_code == 201, ticket.text
+        with anon.stream("GET", f"/api/events?ticket={ticket.json()['ticket']}") as stream:
             assert stream.status_code == 200
             assert next(stream.iter_lines()) == "event: hello"
+        rotated = ada.post("/api/me/token")  # token.lua, as the host's user
+        assert rotated.status_code == 200, rotated.text
+        ada.headers["authorization"] = f"Bearer {rotated.json()['token']}"
+        assert ada.get("/api/me").json()["player_id"] == ada_id
         assert anon.get(f"/api/rounds/{round_id}").json()["secret"] is None
         closed = operator.post(f"/api/operator/rounds/{round_id}/close")
         assert closed.status_code == 200, closed.text
