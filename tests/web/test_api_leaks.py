@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from codemojex.web.host import WorkerStatus
+from codemojex.supervisor import WorkerStatus
 from echomq import Bus
 from tests.support.web import OPERATOR, error_code, open_round, run
 

@@ -10,6 +10,7 @@ from fastapi import Request
 
 from codemojex.game import Game, GameSettings
 from codemojex.proof import CALLER_CAP, TOTAL_CAP
+from codemojex.supervisor import WorkerStatus
 from codemojex.web.admission import Limits
 
 if TYPE_CHECKING:
@@ -17,15 +18,6 @@ if TYPE_CHECKING:
     from codemojex.web.throughput import Sampler
 
 BODY_LIMIT = 8 * 1024  # bytes: a guess, a name or an operator's round options fit many times over
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerStatus:
-    """What the proof page shows of the demo score worker process that ``codemojex serve`` supervises."""
-
-    pid: int | None
-    restarts: int
-    alive: bool
 
 
 @dataclass(frozen=True, slots=True)

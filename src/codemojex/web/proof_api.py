@@ -39,9 +39,10 @@ from codemojex.errors import UnknownJob, UnknownPlayer
 from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, check_id, guess_of
 from codemojex.payload import decode_payload
+from codemojex.supervisor import WorkerStatus
 from codemojex.web import schemas, views
 from codemojex.web.auth import PlayerId, bearer, is_operator
-from codemojex.web.host import WorkerStatus, host_of
+from codemojex.web.host import host_of
 from codemojex.web.problems import REFUSAL_STATUS, Problem, answers
 from echomq import Claim, JobInfo, ids
 
