@@ -6,6 +6,9 @@ HTTP request it:
 1. finds the client's address: the ASGI peer, or, only when the peer is one of
    :attr:`Limits.trusted_proxies`, the right-most address of ``X-Forwarded-For`` that is not a trusted
    proxy (:func:`client_address`). Serve the app with uvicorn's own ``proxy_headers`` off (serve does).
+   Limits count per *client*, :func:`limit_key` of the address: an IPv6 address's /64 (one host is
+   routinely given a whole /64, so counting each address alone would let one client sign up without
+   limit), an IPv4-mapped IPv6 address as its IPv4 address.
 2. caps the requests in flight per address (:attr:`Limits.inflight_per_address`; over it: 429
    ``too_many_requests``) and in all (:attr:`Limits.inflight_total`, below the Redis pool's size so one
    client cannot take every pooled connection: over it a request waits up to
@@ -119,6 +122,20 @@ def client_address(scope: Scope, limits: Limits) -> str:
     return address
 
 
+def limit_key(address: str) -> str:
+    """Whom the per-address limits count: an IPv6 address's /64 network, an IPv4 address (or an
+    IPv4-mapped IPv6 one) itself; anything else (no peer) as it is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 def _bearer(scope: Scope) -> str | None:
     header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
     scheme, _, token = header.partition(" ")
@@ -151,7 +168,7 @@ class Admission:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        address = client_address(scope, self.limits)
+        address = limit_key(client_address(scope, self.limits))
         scope.setdefault("state", {})["client_address"] = address
         path: str = scope["path"]
         if self.inflight.get(address, 0) >= self.limits.inflight_per_address:
