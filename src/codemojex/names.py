@@ -9,7 +9,9 @@ character ("zalgo" text).
 
 Two names are the same name when their :func:`skeleton` is: NFKC, case folded, common Cyrillic and
 Greek look-alikes and the digits 0 and 1 mapped to the Latin letters they pass for, joiners and
-variation selectors dropped, runs of spaces made one. A name whose skeleton another player holds is
+variation selectors dropped, runs of spaces made one. The look-alikes are a hand-picked part of Unicode
+TR39's confusables (:data:`LOOKALIKES`: the letters of Cyrillic, Greek, Armenian and Cherokee, and the
+Latin small capitals and IPA letters, that render as a Latin letter), not the whole table. A name whose skeleton another player holds is
 taken (``Bob``, ``BOB``, ``B\\u043eb`` (with a Cyrillic o) and ``B0b`` are one name).
 
 Duplicates are disambiguated by suggestion, not by a discriminator shown on every name: a taken name
@@ -38,15 +40,28 @@ _MARKS = frozenset({"Mn", "Me"})
 _BLANK = frozenset({"Zs", "Cf", "Mn", "Me", "Mc"})
 ZWJ = "\u200d"
 
-# After case folding: a Cyrillic or Greek letter (or a digit) -> the Latin letter it passes for
-# (Cyrillic a e o p c y x i j s; Greek alpha beta epsilon zeta eta iota kappa mu nu omicron rho tau
-# upsilon chi).
-LOOKALIKES = str.maketrans(
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455"
-    "\u03b1\u03b2\u03b5\u03b6\u03b7\u03b9\u03ba\u03bc\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7"
-    "01",
-    "aeopcyxijsabezhikmnoptyxol",
-)
+# After case folding: a letter of another script (or a digit) -> the Latin letter it passes for, from
+# Unicode TR39's confusables: Cyrillic a e o p c y x i j s, d q w h l v, straight u; Greek alpha beta
+# epsilon zeta eta iota kappa mu nu omicron rho tau upsilon chi, lunate sigma, yot; Armenian o u n h g;
+# Latin alpha, script g, dotless i, iota and the small capitals c o v w z u y r; Cherokee capitals
+# (Python does not case-fold them) A B C D E G H i J K L M P R S T V W Y Z; the digits 0 and 1.
+_CONFUSABLE = {
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y",
+    "\u0445": "x", "\u0456": "i", "\u0458": "j", "\u0455": "s", "\u0501": "d", "\u051b": "q",
+    "\u051d": "w", "\u04bb": "h", "\u04cf": "l", "\u0475": "v", "\u04af": "y",
+    "\u03b1": "a", "\u03b2": "b", "\u03b5": "e", "\u03b6": "z", "\u03b7": "h", "\u03b9": "i",
+    "\u03ba": "k", "\u03bc": "m", "\u03bd": "n", "\u03bf": "o", "\u03c1": "p", "\u03c4": "t",
+    "\u03c5": "y", "\u03c7": "x", "\u03f2": "c", "\u03f3": "j",
+    "\u0585": "o", "\u057d": "u", "\u0578": "n", "\u0570": "h", "\u0581": "g",
+    "\u0251": "a", "\u0261": "g", "\u0131": "i", "\u0269": "i", "\u1d04": "c", "\u1d0f": "o",
+    "\u1d20": "v", "\u1d21": "w", "\u1d22": "z", "\u1d1c": "u", "\u028f": "y", "\u0280": "r",
+    "\u13aa": "a", "\u13f4": "b", "\u13df": "c", "\u13a0": "d", "\u13ac": "e", "\u13c0": "g",
+    "\u13bb": "h", "\u13a5": "i", "\u13ab": "j", "\u13e6": "k", "\u13de": "l", "\u13b7": "m",
+    "\u13e2": "p", "\u13a1": "r", "\u13d2": "r", "\u13da": "s", "\u13d5": "s", "\u13a2": "t",
+    "\u13d9": "v", "\u13b3": "w", "\u13a9": "y", "\u13bd": "y", "\u13c3": "z",
+    "0": "o", "1": "l",
+}  # fmt: skip
+LOOKALIKES = str.maketrans(_CONFUSABLE)
 
 
 def check_name(name: object) -> str:
