@@ -85,8 +85,12 @@ async def _holder(game: Game, digest: str) -> str | None:
 async def authenticate(game: Game, token: str) -> str | None:
     """The id of the player ``token`` names, or None: ill-formed, unknown, expired, rotated or revoked."""
     digest = _digest(token)
-    if digest is None:
-        return None
+    return None if digest is None else await holder(game, digest)
+
+
+async def holder(game: Game, digest: str) -> str | None:
+    """The id of the player the token of SHA-256 ``digest`` names, or None (a stream ticket keeps the
+    digest of the token that asked for it: :mod:`codemojex.web.events`)."""
     keys = game.keys
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:

@@ -5,8 +5,11 @@ player's long-lived token in the URL (where logs and histories keep it):
 
 1. ``POST /api/events/ticket`` ``{"round_id": ...}`` with ``Authorization: Bearer <token>`` answers a
    random ticket, stored in Redis (``cmx:{t}:ticket:<sha256>``, only its digest) bound to that player and
-   round, for :attr:`~codemojex.web.admission.Limits.ticket_ttl_s` seconds;
-2. ``GET /api/events?ticket=...`` takes it (``GETDEL``: a ticket opens one stream, once) and streams.
+   round and to the digest of the token that asked, for :attr:`~codemojex.web.admission.Limits.ticket_ttl_s`
+   seconds;
+2. ``GET /api/events?ticket=...`` takes it (``GETDEL``: a ticket opens one stream, once) and streams,
+   if the token that asked for it still names the player: a logout or a rotation voids the tickets the
+   old token asked for (a thief's included).
 
 A client that can send headers may instead ``GET /api/events?round_id=...`` with its bearer token. A
 ``token`` in the query is refused (400 ``token_in_url``); an unknown, used or expired ticket is 401
@@ -31,10 +34,11 @@ from pydantic import BaseModel, ConfigDict
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
 
-from codemojex import rounds
+from codemojex import rounds, tokens
 from codemojex.errors import RoundClosed
 from codemojex.game import translate_errors
 from codemojex.keys import ROUND, check_id
+from codemojex.players import token_digest
 from codemojex.rounds import RoundStatus
 from codemojex.web import schemas
 from codemojex.web.auth import PLAYER_TOKEN, PlayerId, bearer, player_of
@@ -76,7 +80,8 @@ async def ticket(request: Request, new: TicketRequest, player_id: PlayerId) -> d
     value = secrets.token_urlsafe(24)
     ttl = host.config.limits.ticket_ttl_s
     with translate_errors():
-        await host.game.redis.set(host.game.keys.ticket(digest(value)), f"{player_id} {new.round_id}", ex=ttl)
+        bound = f"{player_id} {new.round_id} {token_digest(bearer(request) or '')}"
+        await host.game.redis.set(host.game.keys.ticket(digest(value)), bound, ex=ttl)
     return {"ticket": value, "round_id": new.round_id, "expires_in_s": ttl}
 
 
@@ -87,7 +92,9 @@ async def _redeem(host: Host, value: str) -> tuple[str, str]:
         stored = await host.game.redis.getdel(host.game.keys.ticket(digest(value)))
     if stored is None:
         raise Problem(401, "invalid_ticket", "the ticket is unknown, used or expired: ask for a new one")
-    player_id, round_id = stored.decode().split(" ", 1)
+    player_id, round_id, *asked_by = stored.decode().split(" ")
+    if asked_by and await tokens.holder(host.game, asked_by[0]) != player_id:
+        raise Problem(401, "invalid_ticket", "the token that asked for this ticket was revoked or rotated")
     return player_id, round_id
 
 
