@@ -1,0 +1,84 @@
+"""A compromised web host (issue 12, adversary): a Redis connection as the host's ACL user, trying the
+game's own cached scripts, and the integrity of the data its user may write.
+
+The host may run (``EVALSHA``) every script the worker loaded, the ones that read or write secrets
+included (open_round, close_round, ...). Redis checks each key a script touches against the caller's
+rights, so whatever ``KEYS`` and ``ARGV`` the host crafts, no script answers or copies a secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+
+import pytest
+import redis
+
+from codemojex import access, rounds
+from codemojex.game import LIBRARY, Game
+from codemojex.keys import GameKeys
+from echomq.scripts import ECHOMQ
+from tests.support.acl import Acl
+from tests.support.web import FRUIT
+
+
+def _round(acl: Acl) -> tuple[str, list[str]]:
+    async def open_one() -> tuple[str, list[str]]:
+        async with Game.from_url(acl.url(access.ADMIN), acl.tag) as game:
+            await access.load_scripts(game.redis)
+            opened = await rounds.open_round(game, keyboard=FRUIT)
+            return opened.id, list(await rounds.read_secret(game, opened.id))
+
+    return asyncio.run(open_one())
+
+
+def test_no_cached_game_script_run_by_the_host_reveals_or_copies_a_secret(acl):
+    round_id, secret = _round(acl)
+    keys = GameKeys(acl.tag)
+    admin, host = acl.client(access.ADMIN), acl.client(access.HOST)
+    said = json.dumps(secret, ensure_ascii=False)
+    try:
+        before = {key for key in admin.scan_iter(match=f"{keys.prefix}*")}
+        ran = 0
+        for library in (LIBRARY, ECHOMQ):
+            for name, count in library.counts.items():
+                sha = hashlib.sha1(library.source(name).encode()).hexdigest()  # noqa: S324
+                assert host.script_exists(sha) == [True]
+                # every key slot the secret, or the secret and the host's own keys mixed
+                for slots in ([keys.secret(round_id)] * count, [keys.secret(round_id), *list(before)][:count]):
+                    if not slots:
+                        continue
+                    args = [round_id, said, "1", "0", "", round_id, "close", "open", *secret]
+                    try:
+                        reply = host.evalsha(sha, count, *slots, *args)
+                    except redis.ResponseError as refusal:
+                        assert said not in str(refusal) and secret[0] not in str(refusal), name
+                    else:
+                        assert said not in repr(reply), name
+                    ran += 1
+        assert ran > 10  # the test ran the scripts (it can fail)
+        # nothing the host may read holds the secret, and the round is still open and unrevealed
+        for key in admin.scan_iter(match=f"{keys.prefix}*"):
+            if admin.type(key) == b"string":
+                assert said not in (admin.get(key) or b"").decode(errors="replace"), key
+        assert admin.get(keys.revealed(round_id)) is None
+        assert json.loads(admin.get(keys.secret(round_id))) == secret
+    finally:
+        host.close()
+        admin.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="design: the host's user writes the wallets (submit.lua debits them as the host), so a "
+    "compromised host can credit any wallet and play without limit; SECURITY.md says so",
+)
+def test_the_hosts_user_cannot_credit_a_wallet(acl):
+    keys = GameKeys(acl.tag)
+    host = acl.client(access.HOST)
+    try:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            host.hincrby(keys.wallet("PLR00000000000000000000000"), "ticket", 1_000_000)
+    finally:
+        host.close()
