@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
-from codemojex import guesses, leaderboard, players, ranking, score_worker
+from codemojex import access, guesses, leaderboard, players, ranking, rounds, score_worker
+from codemojex.game import Game
 from codemojex.guesses import Outcome, Refusal
 from echomq import Claim, Finish, Job, Worker
-from tests.support.game import SECRET, claim_job, legacy_member, text
+from tests.support.game import KEYBOARD, SECRET, claim_job, legacy_member, text
 from tests.support.workers import eventually, running
 
 MISS = ("🍑",) * 6  # no key of the secret
@@ -263,6 +264,20 @@ async def test_rebuild_is_fenced_on_the_records_it_read(game, the_round, game_pr
     keys = [game.keys.standing(the_round.id), game.keys.board(the_round.id), game.keys.scored(the_round.id)]
     assert await game.run("rebuild_board", keys, [4, "[]"]) == [0, 5]
     assert game_probe.snapshot() == snapshot
+
+
+async def test_the_operators_redis_user_may_rebuild_a_board(acl):
+    """``codemojex board --rebuild`` runs as the operator's Redis user: its script's commands are allowed."""
+    async with Game.from_url(acl.url(access.ADMIN), acl.tag) as admin:
+        await access.load_scripts(admin.redis)
+        the_round = await rounds.open_round(admin, keyboard=list(KEYBOARD), secret=list(SECRET))
+        ada = await players.register(admin, "Ada")
+        await _admit(admin, the_round.id, ada.id, SECRET)
+        await _score_all(admin)
+    async with Game.from_url(acl.url(access.OPERATOR), acl.tag) as operator:
+        assert await leaderboard.rebuild(operator, the_round.id) == 1
+        [entry] = await leaderboard.read_board(operator, the_round.id)
+    assert (entry.name, entry.standing.solved, entry.standing.attempts) == ("Ada", True, 1)
 
 
 async def claim_job_or_none(game):

@@ -9,7 +9,8 @@
   again. Records are only ever added, so an equal count is the same set.
 
   The new members are added before the stale ones are removed, so the board is never emptied mid-script
-  (see echomq's include "slot").
+  (see echomq's include "slot"). Its commands are among codemojex.access.DATA (the operator's user runs
+  it).
 
   Input:
     KEYS[1] standing (hash)  player -> leaderboard member
@@ -39,7 +40,8 @@ end
 for _, member in ipairs(redis.call('ZRANGE', boardKey, 0, -1)) do
   if not keep[member] then redis.call('ZREM', boardKey, member) end
 end
-for _, player in ipairs(redis.call('HKEYS', standingKey)) do
-  if not players[player] then redis.call('HDEL', standingKey, player) end
+local stored = redis.call('HGETALL', standingKey)  -- player, member, ...
+for i = 1, #stored, 2 do
+  if not players[stored[i]] then redis.call('HDEL', standingKey, stored[i]) end
 end
 return {1, #entries}
