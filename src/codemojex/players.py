@@ -128,3 +128,34 @@ async def get_player(game: Game, player_id: str) -> Player:
     if not row:
         raise UnknownPlayer(f"no player {player_id}")
     return Player(player_id, row[b"name"].decode(), int(row[b"created"]))
+
+
+BACKFILL_BATCH = 500
+
+
+async def backfill_names(game: Game) -> int:
+    """Reserve the names of players registered before names were reserved (an upgrade): each record
+    without a ``skeleton`` field claims its name's skeleton in ``names`` unless another player holds it
+    (then that player keeps it, and the older one keeps its name unreserved). Returns how many it
+    reserved. Safe to repeat and to run beside registrations: each claim is one ``HSETNX``, and
+    register.lua reads ``names`` in its own atomic step. ``codemojex serve`` runs it at its start."""
+    keys = game.keys
+    reserved = 0
+    start = 0
+    with translate_errors():
+        while batch := [
+            raw.decode() for raw in await game.redis.zrange(keys.players, start, start + BACKFILL_BATCH - 1)
+        ]:
+            start += len(batch)
+            async with game.redis.pipeline(transaction=False) as pipe:
+                for player_id in batch:
+                    pipe.hmget(keys.player(player_id), "name", "skeleton")
+                rows = await pipe.execute()
+            for player_id, (name, held) in zip(batch, rows, strict=True):
+                if name is None or held is not None:
+                    continue
+                shape = skeleton(name.decode("utf-8", "replace"))
+                if await game.redis.hsetnx(keys.names, shape, player_id):
+                    await game.redis.hset(keys.player(player_id), "skeleton", shape)
+                    reserved += 1
+    return reserved

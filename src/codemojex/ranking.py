@@ -3,16 +3,28 @@
 Pure: no I/O, no clock. The order (:func:`sort_key`) is a total order on standings:
 
 1. solved before unsolved;
-2. better best feedback: more hits, then more nears;
-3. fewer attempts (counted up to :data:`ATTEMPTS_CAP`; beyond it attempts tie);
-4. earlier ``best_at_ms`` (when the standing reached its best; for a solved player, the solve time);
-   the game folds guesses in admission order with their admission times
+2. better best feedback: more hits, then more nears (every solved player has the best: six hits);
+3. earlier ``best_at_ms``: when the standing first reached its best, so for a solved player the **solve
+   time**; the game folds guesses in admission order with their admission times
    (:func:`codemojex.leaderboard.fold_records`), so this is the admission time of the first guess with
-   the best feedback;
+   the best feedback (of the solving guess);
+4. fewer attempts (counted up to :data:`ATTEMPTS_CAP`; beyond it attempts tie): only between standings
+   that reached the same best in the same millisecond;
 5. the player id, as a last resort.
 
+**Why time before attempts** (issue 12, "throwaway accounts must not buy first place"). Feedback is per
+position, so a few guesses on a free account reveal the code, and any rule that ranks on attempts is
+won by replaying it on another account in one attempt. Ranked on when the best was reached, what a
+player learns on other accounts arrives no sooner than what they could learn by the same guesses on
+their own (a player may have many guesses queued at once), so it buys no place; what is left is
+parallelism (each account is its own lane and its own rate limit), bounded by the per-address limits on
+sign-up and guesses. Rounds are a race: the first to crack the code wins.
+
 :func:`board_member` spells a standing as the member of the Redis leaderboard sorted set (all scores 0,
-so Redis orders members by their bytes), such that **byte order of members is sort_key order**.
+so Redis orders members by their bytes), such that **byte order of members is sort_key order**. Members
+of the rule before this one (attempts before time, no ``@``; :func:`is_legacy_member`) are never read as
+standings: ``score.lua`` refolds such a player from their records, :func:`codemojex.leaderboard.read_board`
+ranks the records instead of a board holding one, and :func:`codemojex.leaderboard.rebuild` rewrites it.
 """
 
 from __future__ import annotations
@@ -30,7 +42,8 @@ MAX_AT_MS = 10**13 - 1
 BOARD_LENGTH = 6
 """The code length a board member is built for: hits and nears are written as ``6 - n``, one digit."""
 
-_MEMBER = re.compile(r"([01])([0-6])([0-6])([0-9]{6})([0-9]{13}):(.+)", re.DOTALL)
+_MEMBER = re.compile(r"([01])([0-6])([0-6])@([0-9]{13})([0-9]{6}):(.+)", re.DOTALL)
+_LEGACY_MEMBER = re.compile(r"[01][0-6][0-6][0-9]{19}:.+", re.DOTALL)  # attempts(6) before time(13)
 
 
 def _is_count(value: object) -> bool:
@@ -69,13 +82,13 @@ class Standing:
 
 
 def sort_key(s: Standing) -> tuple[int, int, int, int, int, str]:
-    """The ranking key, smallest first: solved, more hits, more nears, fewer attempts, earlier, player."""
+    """The ranking key, smallest first: solved, more hits, more nears, earlier, fewer attempts, player."""
     return (
         0 if s.solved else 1,
         -s.best_hits,
         -s.best_nears,
-        min(s.attempts, ATTEMPTS_CAP),
         s.best_at_ms,
+        min(s.attempts, ATTEMPTS_CAP),
         s.player,
     )
 
@@ -141,10 +154,11 @@ def board_member(s: Standing) -> str:
 
     The format (a Lua script builds the same string, so it is fixed)::
 
-        f"{0 if solved else 1}{6 - best_hits}{6 - best_nears}"
-        f"{min(attempts, 999999):06d}{best_at_ms:013d}:{player}"
+        f"{0 if solved else 1}{6 - best_hits}{6 - best_nears}@"
+        f"{best_at_ms:013d}{min(attempts, 999999):06d}:{player}"
 
-    i.e. 22 ASCII digits, ``:`` and the player id. Every field before the player is fixed-width, so the
+    i.e. three digits, ``@``, nineteen digits, ``:`` and the player id (the ``@`` tells it from a member
+    of the earlier rule, see :func:`is_legacy_member`). Every field before the player is fixed-width, so the
     player id only breaks ties, and UTF-8 byte order is code point order, which is Python's string order.
     Raises :class:`InvalidInput` for a standing the format cannot order: feedback impossible for a
     six-key code, ``solved`` without six hits (or six hits unsolved), or ``best_at_ms`` above
@@ -154,8 +168,8 @@ def board_member(s: Standing) -> str:
     if s.best_at_ms > MAX_AT_MS:
         raise InvalidInput(f"best_at_ms is at most {MAX_AT_MS} on the board, got {s.best_at_ms}")
     return (
-        f"{0 if s.solved else 1}{BOARD_LENGTH - s.best_hits}{BOARD_LENGTH - s.best_nears}"
-        f"{min(s.attempts, ATTEMPTS_CAP):06d}{s.best_at_ms:013d}:{s.player}"
+        f"{0 if s.solved else 1}{BOARD_LENGTH - s.best_hits}{BOARD_LENGTH - s.best_nears}@"
+        f"{s.best_at_ms:013d}{min(s.attempts, ATTEMPTS_CAP):06d}:{s.player}"
     )
 
 
@@ -168,7 +182,7 @@ def parse_board_member(member: str) -> Standing:
     match = _MEMBER.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise InvalidInput(f"not a leaderboard member: {member!r}")
-    unsolved, hits_left, nears_left, attempts, at_ms, player = match.groups()
+    unsolved, hits_left, nears_left, at_ms, attempts, player = match.groups()
     standing = Standing(
         player=player,
         attempts=int(attempts),
@@ -182,3 +196,13 @@ def parse_board_member(member: str) -> Standing:
     except InvalidInput:
         raise InvalidInput(f"an inconsistent leaderboard member: {member!r}") from None
     return standing
+
+
+def is_legacy_member(member: object) -> bool:
+    """Whether ``member`` is a board member of the rule before solve time ranked first: 22 digits
+    (solved, hits and nears left, attempts, then ``best_at_ms``), ``:`` and the player id.
+
+    Its bytes order attempts before time, so it misorders among current members, and read as a current
+    member its fields would be wrong: it is refolded from the records instead (see the module docstring).
+    """
+    return isinstance(member, str) and _LEGACY_MEMBER.fullmatch(member) is not None

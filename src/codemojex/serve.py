@@ -43,7 +43,7 @@ from typing import Any
 
 import uvicorn
 
-from codemojex import access, rounds
+from codemojex import access, players, rounds
 from codemojex.embedded import (
     DATA_DIR,
     ServeError,
@@ -94,6 +94,8 @@ async def _ensure_round(url: str, tag: str) -> rounds.Round:
         if await access.move_legacy_secrets(game.redis, tag):
             _say("moved the secrets of earlier rounds out of the web host's reach")
         await access.load_scripts(game.redis)
+        if reserved := await players.backfill_names(game):
+            _say(f"reserved the names of {reserved} players registered before names were reserved")
         current = await rounds.current_round(game)
         if current is not None:
             return current

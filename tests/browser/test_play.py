@@ -150,6 +150,9 @@ def test_a_new_player_plays_a_round_to_the_solve(
     expect(mine.get_by_test_id("board-hits")).to_have_text("6")
     expect(mine.get_by_test_id("board-attempts")).to_have_text("3")
     expect(mine).to_have_attribute("data-rank", "1")
+    expect(page.get_by_test_id("board-rules"), "the page states the ranking rule").to_contain_text(
+        "Solved players rank by who solved first"
+    )
     expect(page.locator('[data-testid="balance"][data-currency="ticket"]')).to_have_text("0")
     screenshot("play-solved")
 

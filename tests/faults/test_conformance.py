@@ -201,7 +201,7 @@ def test_the_checks_catch_attempts_that_are_not_the_admission_order_fold(finishe
     guess_key = game_keys.guess(guess_of(job))
     sync_redis.hincrby(guess_key, "attempt", 1)
     round_id, player = (v.decode() for v in sync_redis.hmget(guess_key, "round", "player"))
-    sync_redis.hset(game_keys.standing(round_id), player, "1660000000000000000000:" + player)
+    sync_redis.hset(game_keys.standing(round_id), player, "166@" + "0" * 13 + "000000:" + player)
     report = finished_run.recheck()
     assert any(f"{guess_of(job)} records" in violation for violation in report.violations)
     assert any(f"{player}'s standing" in violation for violation in report.violations)

@@ -236,3 +236,19 @@ async def test_a_taken_name_comes_with_a_free_suggestion(game):
     assert suggestion.startswith("B0B ")
     assert suggestion != "B0B 2"
     assert (await players.register(game, suggestion)).name == suggestion
+
+
+async def test_names_of_players_from_before_reservations_are_reserved_by_the_backfill(game, sync_redis):
+    """An upgrade: players registered before names were reserved hold no skeleton; the backfill
+    reserves each (the first of two look-alikes keeps it), after which a look-alike is refused."""
+    old = await players.register(game, "Olga")
+    later = await players.register(game, "Zed")
+    sync_redis.hset(game.keys.player(later.id), "name", "0lga")  # a look-alike, refused today
+    for player in (old, later):
+        sync_redis.hdel(game.keys.player(player.id), "skeleton")
+    sync_redis.delete(game.keys.names)
+    assert await players.backfill_names(game) == 1
+    assert sync_redis.hget(game.keys.names, skeleton("Olga")) == old.id.encode()
+    assert await players.backfill_names(game) == 0  # safe to repeat
+    with pytest.raises(NameTaken):
+        await players.register(game, "OLGA")

@@ -244,6 +244,7 @@ def test_a_whole_play_through_the_cli(cmx, start_worker, sync_redis, tag):
     [entry] = ok(cmx("--json", "board", round_id))
     assert (entry["rank"], entry["name"], entry["player"]) == (1, "Ada", player_id)
     assert (entry["solved"], entry["best_hits"], entry["best_nears"], entry["attempts"]) == (True, 6, 0, 3)
+    assert ok(cmx("--json", "board", round_id, "--rebuild")) == [entry]
     board_text = cmx("board", round_id)
     assert board_text.returncode == 0
     assert "Ada" in board_text.stdout

@@ -47,6 +47,15 @@ def text(keys: Sequence[str]) -> str:
     return "".join(keys)
 
 
+def legacy_member(s: ranking.Standing) -> str:
+    """A board member as the rule before solve time ranked first wrote it: attempts before the time, no
+    ``@`` (what a board of a round scored before that upgrade holds)."""
+    return (
+        f"{0 if s.solved else 1}{6 - s.best_hits}{6 - s.best_nears}"
+        f"{min(s.attempts, ranking.ATTEMPTS_CAP):06d}{s.best_at_ms:013d}:{s.player}"
+    )
+
+
 async def claim_job(bus: Bus, lease_ms: int = 30_000) -> Job:
     """Claim the next job as a worker would, and wrap it for a handler."""
     claims = await bus.claim(1, lease_ms=lease_ms)

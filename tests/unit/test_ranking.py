@@ -16,10 +16,12 @@ from codemojex.ranking import (
     Standing,
     board_member,
     fold,
+    is_legacy_member,
     parse_board_member,
     rank,
     sort_key,
 )
+from tests.support.game import legacy_member
 
 PLAYER = "PLR" + "0" * 23
 OTHER = "PLR" + "1" * 23
@@ -81,14 +83,17 @@ def test_then_more_nears():
     assert_order(standing(best_hits=2, best_nears=3, attempts=9), standing(best_hits=2, best_nears=2))
 
 
-def test_then_fewer_attempts():
-    assert_order(standing(attempts=4, best_at_ms=T0 + 5), standing(attempts=5, best_at_ms=T0))
-    assert_order(solved(attempts=4, best_at_ms=T0 + 5), solved(attempts=5, best_at_ms=T0))
-
-
-def test_then_earlier_best():
+def test_then_earlier_best_whatever_the_attempts():
+    """The solve time ranks solved players; attempts (which another account can buy) do not come first."""
     assert_order(standing(best_at_ms=T0, player=OTHER), standing(best_at_ms=T0 + 1, player=PLAYER))
     assert_order(solved(best_at_ms=T0, player=OTHER), solved(best_at_ms=T0 + 1, player=PLAYER))
+    assert_order(solved(attempts=13, best_at_ms=T0), solved(attempts=1, best_at_ms=T0 + 1))
+    assert_order(standing(attempts=9, best_at_ms=T0), standing(attempts=1, best_at_ms=T0 + 1))
+
+
+def test_then_fewer_attempts_in_the_same_millisecond():
+    assert_order(standing(attempts=4, player=OTHER), standing(attempts=5, player=PLAYER))
+    assert_order(solved(attempts=4, player=OTHER), solved(attempts=5, player=PLAYER))
 
 
 def test_then_the_player_id():
@@ -109,8 +114,9 @@ def test_rank_is_a_total_order_independent_of_input_order():
         standing(best_hits=4, best_nears=2),
         standing(best_hits=4, best_nears=2, attempts=2),
         standing(best_hits=0, best_nears=0, attempts=1),
+        standing(best_hits=4, best_nears=2, attempts=1, best_at_ms=T0 + 1),
     ]
-    expected = [everyone[i] for i in (2, 1, 0, 3, 5, 4, 6)]
+    expected = [everyone[i] for i in (1, 0, 2, 3, 5, 4, 7, 6)]
     for seed in range(20):
         shuffled = everyone[:]
         random.Random(seed).shuffle(shuffled)
@@ -124,13 +130,13 @@ def test_rank_is_a_total_order_independent_of_input_order():
 
 def test_board_member_format_is_exact():
     assert board_member(standing(attempts=3, best_hits=4, best_nears=1, best_at_ms=T0 + 123)) == (
-        "125" + "000003" + "1700000000123" + ":" + PLAYER
+        "125@" + "1700000000123" + "000003" + ":" + PLAYER
     )
-    assert board_member(solved(attempts=12, best_at_ms=7)) == "006" + "000012" + "0000000000007:" + PLAYER
+    assert board_member(solved(attempts=12, best_at_ms=7)) == "006@" + "0000000000007" + "000012:" + PLAYER
     assert board_member(standing(attempts=0, best_hits=0, best_nears=0, best_at_ms=0)) == (
-        "166000000" + "0" * 13 + ":" + PLAYER
+        "166@" + "0" * 13 + "000000:" + PLAYER
     )
-    assert board_member(standing(attempts=10**7)) == "145999999" + "1700000000000:" + PLAYER
+    assert board_member(standing(attempts=10**7)) == "145@" + "1700000000000" + "999999:" + PLAYER
 
 
 @given(st.lists(standings(), max_size=30))
@@ -150,7 +156,8 @@ def test_member_order_agrees_with_sort_key_pairwise(one, two):
 def test_parse_board_member_inverts_board_member(s):
     member = board_member(s)
     assert member.isascii()
-    assert len(member) == 22 + 1 + len(s.player)
+    assert len(member) == 23 + 1 + len(s.player)
+    assert not is_legacy_member(member)
     assert parse_board_member(member) == s
 
 
@@ -164,18 +171,21 @@ def test_parse_board_member_keeps_a_colon_in_the_player():
     [
         "",
         "garbage",
-        "1250000031700000000123" + PLAYER,  # no colon
-        "1250000031700000000123:",  # no player
-        "125000003170000000012:" + PLAYER,  # 12-digit time
-        "12500000317000000001234:" + PLAYER,  # 14-digit time
-        "2250000031700000000123:" + PLAYER,  # solved flag 2
-        "1750000031700000000123:" + PLAYER,  # hits digit 7
-        "0150000031700000000123:" + PLAYER,  # solved with 5 hits
-        "1060000031700000000123:" + PLAYER,  # six hits, not solved
-        "1110000031700000000123:" + PLAYER,  # 5 hits and 5 nears
-        "125\uff10000031700000000123:" + PLAYER,  # a full-width digit
-        " 125000003170000000123:" + PLAYER,
-        b"1250000031700000000123:PLR",
+        "125@1700000000123000003" + PLAYER,  # no colon
+        "125@1700000000123000003:",  # no player
+        "125@170000000012000003:" + PLAYER,  # 12-digit time
+        "125@17000000001234000003:" + PLAYER,  # 14-digit time
+        "125@170000000012300003:" + PLAYER,  # 5-digit attempts
+        "225@1700000000123000003:" + PLAYER,  # solved flag 2
+        "175@1700000000123000003:" + PLAYER,  # hits digit 7
+        "015@1700000000123000003:" + PLAYER,  # solved with 5 hits
+        "106@1700000000123000003:" + PLAYER,  # six hits, not solved
+        "111@1700000000123000003:" + PLAYER,  # 5 hits and 5 nears
+        "125@\uff11700000000123000003:" + PLAYER,  # a full-width digit
+        "125#1700000000123000003:" + PLAYER,  # another mark
+        " 125@170000000123000003:" + PLAYER,
+        "1250000031700000000123:" + PLAYER,  # the earlier rule's member (attempts, then time)
+        b"125@1700000000123000003:PLR",
         None,
     ],
 )
@@ -333,3 +343,29 @@ def test_a_folded_standing_is_always_a_valid_board_member(guesses):
     _, history = fold_all(guesses)
     for s in history:
         assert parse_board_member(board_member(s)) == s
+
+
+# -- members of the earlier rule -------------------------------------------------------------------------
+
+
+@given(standings())
+def test_a_member_of_the_earlier_rule_is_told_apart_and_never_parsed(s):
+    old = legacy_member(s)
+    assert is_legacy_member(old)
+    assert not is_legacy_member(board_member(s))
+    with pytest.raises(InvalidInput):
+        parse_board_member(old)
+
+
+@pytest.mark.parametrize("member", ["", "garbage", "125@1700000000123000003:" + PLAYER, None, b"125"])
+def test_is_legacy_member_is_false_for_anything_else(member):
+    assert not is_legacy_member(member)
+
+
+@given(standings(), standings())
+def test_an_earlier_rules_member_sorts_before_every_current_member_of_its_feedback(old, new):
+    """So a page of the board without one is exact (codemojex.leaderboard.read_board)."""
+    if (old.solved, old.best_hits, old.best_nears) == (new.solved, new.best_hits, new.best_nears):
+        assert legacy_member(old).encode() < board_member(new).encode()
+    else:
+        assert (legacy_member(old) < board_member(new)) == (sort_key(old) < sort_key(new))

@@ -303,7 +303,7 @@ def test_my_guesses_go_from_queued_to_scored_with_feedback(
     board = ada.get(f"/api/rounds/{fruit_round['round_id']}/leaderboard").json()["entries"]
     assert board == [
         {"rank": 1, "player_id": board[0]["player_id"], "name": "Ada", "solved": True, "hits": 6, "nears": 0,
-         "attempts": 1}
+         "attempts": 1, "best_at_ms": mine["submitted_ms"]}
     ]  # fmt: skip
     after = ada.post(path, json={"guess": secret})
     assert after.status_code == 409

@@ -107,6 +107,8 @@ async def player_new(game: Game, args: argparse.Namespace) -> Result:
 
 async def board_show(game: Game, args: argparse.Namespace) -> Result:
     await rounds.get_round(game, args.round)
+    if args.rebuild:
+        await leaderboard.rebuild(game, args.round)
     entries = await leaderboard.read_board(game, args.round, args.limit)
     data = [
         {

@@ -144,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     board = leaf(sub, "board", commands.board_show, "a round's leaderboard")
     board.add_argument("round", type=id_type(ROUND), metavar="ROUND")
     board.add_argument("--limit", type=count(1), default=100, metavar="N")
+    board.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="first rewrite the board from the round's records (after an upgrade of the ranking rule)",
+    )
 
     purse = leaf(sub, "wallet", commands.wallet_show, "a player's balances and ledger")
     purse.add_argument("player", type=id_type(PLAYER), metavar="PLAYER")

@@ -21,8 +21,10 @@
   case) is folded onto the stored standing, O(1); one that arrives after a later-admitted record was
   scored refolds the player's records from the first (O(the player's scored guesses in the round),
   which the round's guess limit bounds) and rewrites 'attempt' and 'counted' of the records it
-  renumbers. The fold reads every key it needs before its first write. The same member format as
-  codemojex.ranking.board_member keeps the board in rank order.
+  renumbers; so does one whose player's stored member is of the rule before solve time ranked first
+  (no '@'; see codemojex.ranking), whose fields it does not read. The fold reads every key it needs
+  before its first write. The same member format as codemojex.ranking.board_member (solved, best
+  feedback, best time, attempts) keeps the board in rank order.
 
   Slot resharding (Redis Cluster): the record a first scoring writes is declared (KEYS[5]) and absent
   until then, so while the slot moves Redis refuses such a call whole (TRYAGAIN / ASK) and the refold
@@ -120,6 +122,12 @@ local function fold(s, recordHits, recordNears, at)
   return 1, s.attempts
 end
 
+-- A member of the rule before solve time ranked first (codemojex.ranking.is_legacy_member): no '@' after
+-- the three flag digits, attempts before the time. Its player's standing is refolded from their records.
+local function legacy(member)
+  return member ~= false and member ~= nil and string.sub(member, 4, 4) ~= '@'
+end
+
 local refused = fence(jobKey, statsKey, token, request)
 if refused then return refused end
 
@@ -130,7 +138,8 @@ if refused then return refused end
 -- script whose declared keys are split (see echomq's include "slot"); a retry scores it once the move ends.
 if slot_moving(prefix) and redis.call('EXISTS', guessKey) == 0 then
   local recordPrefix = string.sub(guessKey, 1, #guessKey - #guessId)  -- cmx:{t}:guess:
-  if #redis.call('ZRANGEBYLEX', playedKey, '(' .. guessId, '+') > 0 then
+  if #redis.call('ZRANGEBYLEX', playedKey, '(' .. guessId, '+') > 0
+    or legacy(redis.call('HGET', standingKey, playerId)) then
     for _, id in ipairs(redis.call('ZRANGE', playedKey, 0, -1)) do
       if not here(recordPrefix .. id) then
         return redis.error_reply('TRYAGAIN a guess record of the player is on another node (slot moving)')
@@ -174,17 +183,18 @@ if redis.call('EXISTS', guessKey) == 0 then
   local s = {solved = false, hits = -1, nears = -1, attempts = 0, at = 0}
   local counted, attempt
   local renumbered = {}  -- {key, counted, attempt} of records already scored that the refold renumbers
-  if #later == 0 then
+  if #later == 0 and not legacy(old) then
     if old then  -- the stored standing is the fold of every record before this one
       s.solved = string.sub(old, 1, 1) == '0'
       s.hits = 6 - tonumber(string.sub(old, 2, 2))
       s.nears = 6 - tonumber(string.sub(old, 3, 3))
-      s.attempts = tonumber(string.sub(old, 4, 9))
-      s.at = tonumber(string.sub(old, 10, 22))
+      s.at = tonumber(string.sub(old, 5, 17))
+      s.attempts = tonumber(string.sub(old, 18, 23))
     end
     counted, attempt = fold(s, hits, nears, submitted)
   else
-    -- Admitted before a record already scored: fold the player's records again, this one in its place.
+    -- Admitted before a record already scored, or a standing of the earlier rule: fold the player's
+    -- records again, this one in its place.
     local recordPrefix = string.sub(guessKey, 1, #guessKey - #guessId)  -- cmx:{t}:guess:
     local function rows_of(ids)
       local rows = {}
@@ -213,8 +223,8 @@ if redis.call('EXISTS', guessKey) == 0 then
   -- Then write: the standing and board, renumbered records, proven hits, the record, the sets, the event.
   local flag = 1
   if s.solved then flag = 0 end
-  local member = string.format('%d%d%d%06d%013d:%s', flag, 6 - s.hits, 6 - s.nears,
-    math.min(s.attempts, 999999), s.at, playerId)
+  local member = string.format('%d%d%d@%013d%06d:%s', flag, 6 - s.hits, 6 - s.nears,
+    s.at, math.min(s.attempts, 999999), playerId)
   if member ~= old then
     -- Add before removing: the board is never emptied mid-script, which on a slot being resharded
     -- would make the next write to it fail the script halfway (see echomq's include "slot").

@@ -132,6 +132,10 @@ class EntryOut(Shape):
     hits: int
     nears: int
     attempts: int
+    best_at_ms: int = Field(
+        description="when the best feedback was first reached (for a solved player: the solve), ranked"
+        " before attempts (README, Ranking)"
+    )
 
 
 class BoardOut(Shape):

@@ -73,6 +73,7 @@ def entry_view(entry: Entry) -> dict[str, Any]:
         "hits": standing.best_hits,
         "nears": standing.best_nears,
         "attempts": standing.attempts,
+        "best_at_ms": standing.best_at_ms,
     }
 
 
