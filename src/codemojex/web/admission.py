@@ -137,7 +137,9 @@ def limit_key(address: str) -> str:
 
 
 def _bearer(scope: Scope) -> str | None:
-    header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+    """The bearer token of the *first* ``Authorization`` header, the one the routes read (Starlette's
+    ``Headers.get``): a second header must not buy a fresh per-player bucket."""
+    header = next((v for k, v in scope["headers"] if k == b"authorization"), b"").decode("latin-1")
     scheme, _, token = header.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
