@@ -69,3 +69,18 @@ async def test_no_worker_answering_is_unavailable(game, monkeypatch):
     monkeypatch.setattr(round_jobs, "WAIT_S", 0.3)
     with pytest.raises(Unavailable, match="no score worker"):
         await round_jobs.close_round(game, ids.mint("RND"))
+
+
+async def test_a_forged_operator_job_cannot_choose_the_secret(game):
+    """A compromised host writes the operator lane's jobs itself: a spec naming the secret (or the round
+    id under another name) is refused by the worker, nothing opened, and no secret of its choosing set."""
+    for spec in ({"keyboard": KEYBOARD, "secret": KEYBOARD[:6]}, {"keyboard": KEYBOARD, "round_id": "x"}):
+        round_id = ids.mint("RND")
+        payload = json.dumps({"op": "open", "round": round_id, "spec": spec}).encode()
+        await game.bus.enqueue(ids.mint("JOB"), lane=round_jobs.LANE, payload=payload)
+        [claim] = await game.bus.claim(1)
+        reply = json.loads(await round_jobs.handle(game, Job(claim)))
+        assert reply["error"]["code"] == "invalid_option", reply
+        with pytest.raises(UnknownRound):
+            await rounds.get_round(game, round_id)
+    assert await rounds.list_rounds(game) == []
