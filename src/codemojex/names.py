@@ -7,12 +7,12 @@ U+2800 BRAILLE PATTERN BLANK, variation selectors or combining marks), if it is 
 unassigned or surrogate character, or if more than :data:`MAX_MARKS` combining marks stack on one
 character ("zalgo" text).
 
-Two names are the same name when their :func:`skeleton` is: NFKC, case folded, common Cyrillic and
-Greek look-alikes and the digits 0 and 1 mapped to the Latin letters they pass for, joiners and
-variation selectors dropped, runs of spaces made one. The look-alikes are a hand-picked part of Unicode
-TR39's confusables (:data:`LOOKALIKES`: the letters of Cyrillic, Greek, Armenian and Cherokee, and the
-Latin small capitals and IPA letters, that render as a Latin letter), not the whole table. A name whose skeleton another player holds is
-taken (``Bob``, ``BOB``, ``B\\u043eb`` (with a Cyrillic o) and ``B0b`` are one name).
+Two names are the same name when their :func:`skeleton` is: NFKC, case folded, look-alike letters and
+the digits 0 and 1 mapped to the Latin letters they pass for, joiners and variation selectors dropped,
+runs of spaces made one. The look-alikes are a hand-picked part of Unicode TR39's confusables
+(:data:`LOOKALIKES`: letters of Cyrillic, Greek, Armenian and Cherokee, Latin small capitals and IPA
+letters that render as a Latin letter), not the whole table. A name whose skeleton another player holds
+is taken (``Bob``, ``BOB``, ``B\\u043eb`` (with a Cyrillic o) and ``B0b`` are one name).
 
 Duplicates are disambiguated by suggestion, not by a discriminator shown on every name: a taken name
 is refused, and :func:`variants` proposes names like it (the name, a space and a number: ``Bob 2``,

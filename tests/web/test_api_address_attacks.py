@@ -39,7 +39,8 @@ def test_signup_farming_from_one_ipv6_slash64_is_one_address(serve_app, host_con
 
 def test_limit_key_groups_ipv6_by_slash64_and_keeps_ipv4_and_names():
     limit_key = admission.limit_key
-    assert limit_key("2001:db8:1:2::1") == limit_key("2001:db8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64"
+    assert limit_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert limit_key("2001:db8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64"
     assert limit_key("2001:db8:1:3::1") != limit_key("2001:db8:1:2::1")
     assert limit_key("198.51.100.9") == "198.51.100.9"
     assert limit_key("::ffff:198.51.100.9") == "198.51.100.9"

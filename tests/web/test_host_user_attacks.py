@@ -39,23 +39,24 @@ def test_no_cached_game_script_run_by_the_host_reveals_or_copies_a_secret(acl):
     admin, host = acl.client(access.ADMIN), acl.client(access.HOST)
     said = json.dumps(secret, ensure_ascii=False)
     try:
-        before = {key for key in admin.scan_iter(match=f"{keys.prefix}*")}
+        before = set(admin.scan_iter(match=f"{keys.prefix}*"))
         ran = 0
         for library in (LIBRARY, ECHOMQ):
             for name, count in library.counts.items():
-                sha = hashlib.sha1(library.source(name).encode()).hexdigest()  # noqa: S324
+                sha = hashlib.sha1(library.source(name).encode()).hexdigest()
                 assert host.script_exists(sha) == [True]
                 # every key slot the secret, or the secret and the host's own keys mixed
-                for slots in ([keys.secret(round_id)] * count, [keys.secret(round_id), *list(before)][:count]):
+                secret_key = keys.secret(round_id)
+                for slots in ([secret_key] * count, [secret_key, *before][:count]):
                     if not slots:
                         continue
-                    args = [round_id, said, "1", "0", "", round_id, "close", "open", *secret]
+                    args = [round_id, "1", "0", "", round_id, "close", "open", "[]"]  # the host knows no code
                     try:
-                        reply = host.evalsha(sha, count, *slots, *args)
+                        answer = repr(host.evalsha(sha, count, *slots, *args))
                     except redis.ResponseError as refusal:
-                        assert said not in str(refusal) and secret[0] not in str(refusal), name
-                    else:
-                        assert said not in repr(reply), name
+                        answer = str(refusal)
+                    assert said not in answer, name
+                    assert secret[0] not in answer, name
                     ran += 1
         assert ran > 10  # the test ran the scripts (it can fail)
         # nothing the host may read holds the secret, and the round is still open and unrevealed
