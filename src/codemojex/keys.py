@@ -39,7 +39,7 @@ key                         type    holds
 ``idempotency:<PLR>:<H>``   hash    an Idempotency-Key (H: its SHA-256) -> the JOB it named, digest
 ``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof's crash, demo game only)
 ``bucket:<C>:<a|p>:<D>``    string  a rate limit's bucket (admit.lua): class C, address/player digest D
-``ticket:<D>``              string  an event-stream ticket (D: its SHA-256) -> ``player round``, short TTL
+``ticket:<D>``              string  a stream ticket (D: its SHA-256) -> ``player round T`` (T: the token's)
 ==========================  ======  ==========================================================
 
 One key lives outside ``cmx:{cm}:``: a round's secret, ``cmxs:{cm}:secret:<RND>`` (string, the six keys
