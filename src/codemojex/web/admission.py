@@ -20,7 +20,11 @@ HTTP request it:
    are let through (fail open: the in-process caps above still hold) and sign-ups and guesses, which mint
    or spend currency, are refused with 503 ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
 4. bounds how long the request body may take to arrive (:attr:`Limits.body_timeout_s`; then 408
-   ``request_timeout``), so a slow upload does not hold a slot.
+   ``request_timeout``), and reads it (up to ``body_limit`` bytes, the size the inner
+   :class:`~codemojex.web.limits.BodyLimit` allows) *before* taking a slot under ``inflight_total``: a
+   request waiting for its body uses no Redis connection, so slow uploads from a few addresses, each
+   under its own cap, cannot hold every slot while other clients wait (the 2nd step's per-address cap
+   is taken first and still bounds them).
 """
 
 from __future__ import annotations
@@ -159,8 +163,16 @@ async def send_problem(send: Send, status: int, code: str, message: str, retry_a
 
 
 class Admission:
-    def __init__(self, app: ASGIApp, limits: Limits, pool_size: int, operator_token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: Limits,
+        pool_size: int,
+        operator_token: str | None,
+        body_limit: int = 8192,
+    ) -> None:
         self.app = app
+        self.body_limit = body_limit
         self.limits = limits
         self.operator_token = operator_token
         self.total = asyncio.Semaphore(limits.total_for(pool_size))
@@ -204,6 +216,11 @@ class Admission:
             await send(message)
 
         try:
+            body = await self._read_ahead(scope, self._timed(receive))
+            if body is None:
+                seconds = self.limits.body_timeout_s
+                await send_problem(send, 408, "request_timeout", BodyTimeout(seconds).detail, None)
+                return
             try:
                 await asyncio.wait_for(self.total.acquire(), self.limits.queue_timeout_s)
                 held = True
@@ -211,7 +228,7 @@ class Admission:
                 await send_problem(send, 503, "busy", "the host is busy: try again shortly", 1)
                 return
             if await self._allowed(scope, send, address, path):
-                await self.app(scope, self._timed(receive), send_then_release if streaming else send)
+                await self.app(scope, body, send_then_release if streaming else send)
         finally:
             if not released:
                 released = True
@@ -247,6 +264,35 @@ class Admission:
         message = f"too many {kind} requests from this {refused.scope}: retry in {refused.retry_after_s} s"
         await send_problem(send, 429, "rate_limited", message, refused.retry_after_s)
         return False
+
+    async def _read_ahead(self, scope: Scope, timed: Receive) -> Receive | None:
+        """A ``receive`` that replays the request's body, read here first (within the body timeout, up to
+        ``body_limit`` bytes: past it, or over a declared length past it, the rest is left to
+        :class:`~codemojex.web.limits.BodyLimit`'s 413); None when the body did not arrive in time."""
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        if declared is None and b"transfer-encoding" not in headers:
+            return timed  # no body
+        if declared is not None and (not declared.isdigit() or int(declared) > self.body_limit):
+            return timed  # refused whole by BodyLimit, unread
+        read: list[Message] = []
+        size = 0
+        while True:
+            try:
+                message = await timed()
+            except BodyTimeout:
+                return None
+            read.append(message)
+            size += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+            if size > self.body_limit:
+                break
+
+        async def replay() -> Message:
+            return read.pop(0) if read else await timed()
+
+        return replay
 
     def _timed(self, receive: Receive) -> Receive:
         seconds = self.limits.body_timeout_s

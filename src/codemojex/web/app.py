@@ -102,6 +102,7 @@ def create_app(config: HostConfig) -> FastAPI:
         limits=config.limits,
         pool_size=config.max_connections,
         operator_token=config.operator_token,
+        body_limit=config.body_limit,
     )
     app.add_middleware(SecurityHeaders)  # added last, so outermost: its headers are on every answer
     app.add_exception_handler(problems.Problem, problems.on_problem)
