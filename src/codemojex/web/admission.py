@@ -38,12 +38,12 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codemojex.errors import CodemojexError
 from codemojex.web import buckets
 from codemojex.web.buckets import Rate
+from codemojex.web.limits import BodyTimeout, read_ahead, timed
 from codemojex.web.problems import body
 
 log = logging.getLogger("codemojex.web.admission")
@@ -148,11 +148,6 @@ def _bearer(scope: Scope) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-class BodyTimeout(HTTPException):
-    def __init__(self, seconds: float) -> None:
-        super().__init__(408, f"the request body did not arrive within {seconds:g} s")
-
-
 async def send_problem(send: Send, status: int, code: str, message: str, retry_after: int | None) -> None:
     data = json.dumps(body(status, code, message)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
@@ -216,7 +211,7 @@ class Admission:
             await send(message)
 
         try:
-            body = await self._read_ahead(scope, self._timed(receive))
+            body = await read_ahead(scope, timed(receive, self.limits.body_timeout_s), self.body_limit)
             if body is None:
                 seconds = self.limits.body_timeout_s
                 await send_problem(send, 408, "request_timeout", BodyTimeout(seconds).detail, None)
@@ -264,54 +259,3 @@ class Admission:
         message = f"too many {kind} requests from this {refused.scope}: retry in {refused.retry_after_s} s"
         await send_problem(send, 429, "rate_limited", message, refused.retry_after_s)
         return False
-
-    async def _read_ahead(self, scope: Scope, timed: Receive) -> Receive | None:
-        """A ``receive`` that replays the request's body, read here first (within the body timeout, up to
-        ``body_limit`` bytes: past it, or over a declared length past it, the rest is left to
-        :class:`~codemojex.web.limits.BodyLimit`'s 413); None when the body did not arrive in time."""
-        headers = dict(scope["headers"])
-        declared = headers.get(b"content-length")
-        if declared is None and b"transfer-encoding" not in headers:
-            return timed  # no body
-        if declared is not None and (not declared.isdigit() or int(declared) > self.body_limit):
-            return timed  # refused whole by BodyLimit, unread
-        read: list[Message] = []
-        size = 0
-        while True:
-            try:
-                message = await timed()
-            except BodyTimeout:
-                return None
-            read.append(message)
-            size += len(message.get("body", b""))
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                break
-            if size > self.body_limit:
-                break
-
-        async def replay() -> Message:
-            return read.pop(0) if read else await timed()
-
-        return replay
-
-    def _timed(self, receive: Receive) -> Receive:
-        seconds = self.limits.body_timeout_s
-        done = False
-        deadline: float | None = None
-
-        async def timed_receive() -> Message:
-            nonlocal done, deadline
-            if done:  # the body is in: what follows is the wait for a disconnect
-                return await receive()
-            loop = asyncio.get_running_loop()
-            if deadline is None:
-                deadline = loop.time() + seconds  # for the whole body, not each chunk
-            try:
-                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
-            except TimeoutError:
-                raise BodyTimeout(seconds) from None
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                done = True
-            return message
-
-        return timed_receive

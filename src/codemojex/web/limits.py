@@ -1,8 +1,11 @@
-"""The request body limit: an ASGI middleware answering 413 ``body_too_large`` before a route reads a
-body over the limit, whether the client declared its length or streams it in chunks."""
+"""The request body's limits: an ASGI middleware answering 413 ``body_too_large`` before a route reads a
+body over the limit, whether the client declared its length or streams it in chunks; and, for
+:mod:`codemojex.web.admission`, the time a body may take to arrive (:func:`timed`, 408) and the body
+read ahead before a request takes a slot (:func:`read_ahead`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -60,3 +63,63 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": data})
+
+
+class BodyTimeout(HTTPException):
+    """Raised from ``receive`` when the body has not arrived in time (408 ``request_timeout``)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body did not arrive within {seconds:g} s")
+
+
+async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive | None:
+    """A ``receive`` that replays the request's body, read here first (within the body timeout, up to
+    ``limit`` bytes: past it, or over a declared length past it, the rest is left to
+    :class:`~codemojex.web.limits.BodyLimit`'s 413); None when the body did not arrive in time."""
+    headers = dict(scope["headers"])
+    declared = headers.get(b"content-length")
+    if declared is None and b"transfer-encoding" not in headers:
+        return timed  # no body
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        return timed  # refused whole by BodyLimit, unread
+    read: list[Message] = []
+    size = 0
+    while True:
+        try:
+            message = await timed()
+        except BodyTimeout:
+            return None
+        read.append(message)
+        size += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+        if size > limit:
+            break
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await timed()
+
+    return replay
+
+
+def timed(receive: Receive, seconds: float) -> Receive:
+    """``receive`` bounded: the whole body within ``seconds`` of the first read, else :class:`BodyTimeout`."""
+    done = False
+    deadline: float | None = None
+
+    async def timed_receive() -> Message:
+        nonlocal done, deadline
+        if done:  # the body is in: what follows is the wait for a disconnect
+            return await receive()
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + seconds  # for the whole body, not each chunk
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            raise BodyTimeout(seconds) from None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            done = True
+        return message
+
+    return timed_receive
