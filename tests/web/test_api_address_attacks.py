@@ -47,3 +47,13 @@ def test_limit_key_groups_ipv6_by_slash64_and_keeps_ipv4_and_names():
     assert limit_key("unknown") == "unknown"  # not an address (no peer): kept as is
     scope = {"client": ("2001:db8:1:2::99", 4), "headers": []}
     assert client_address(scope, Limits()) == "2001:db8:1:2::99"  # the address itself is unchanged
+
+
+def test_a_trusted_proxy_reaching_a_dual_stack_socket_is_still_trusted():
+    """A host bound to ``::`` sees an IPv4 proxy as ``::ffff:a.b.c.d``: were it not matched against
+    ``trusted_proxies``, every client behind the proxy would share the proxy's one set of limits."""
+    limits = Limits(trusted_proxies=("127.0.0.1",))
+    scope = {"client": ("::ffff:127.0.0.1", 4), "headers": [(b"x-forwarded-for", b"198.51.100.7")]}
+    assert client_address(scope, limits) == "198.51.100.7"
+    hops = b"198.51.100.7, ::ffff:127.0.0.1"  # a mapped trusted hop is skipped too
+    assert client_address({**scope, "headers": [(b"x-forwarded-for", hops)]}, limits) == "198.51.100.7"

@@ -103,7 +103,8 @@ def _trusted(address: str, networks: tuple[Any, ...]) -> bool:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    return any(ip in network for network in networks)
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None  # a dual-stack socket's
+    return any(ip in network or (mapped is not None and mapped in network) for network in networks)
 
 
 def client_address(scope: Scope, limits: Limits) -> str:
