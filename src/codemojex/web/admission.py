@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codemojex.errors import CodemojexError
 from codemojex.web import buckets
 from codemojex.web.buckets import Rate
-from codemojex.web.limits import BodyTimeout, read_ahead, timed
+from codemojex.web.limits import read_ahead, timed
 from codemojex.web.problems import body
 
 log = logging.getLogger("codemojex.web.admission")
@@ -213,10 +213,6 @@ class Admission:
 
         try:
             body = await read_ahead(scope, timed(receive, self.limits.body_timeout_s), self.body_limit)
-            if body is None:
-                seconds = self.limits.body_timeout_s
-                await send_problem(send, 408, "request_timeout", BodyTimeout(seconds).detail, None)
-                return
             try:
                 await asyncio.wait_for(self.total.acquire(), self.limits.queue_timeout_s)
                 held = True

@@ -72,10 +72,11 @@ class BodyTimeout(HTTPException):
         super().__init__(408, f"the request body did not arrive within {seconds:g} s")
 
 
-async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive | None:
-    """A ``receive`` that replays the request's body, read here first (within the body timeout, up to
-    ``limit`` bytes: past it, or over a declared length past it, the rest is left to
-    :class:`~codemojex.web.limits.BodyLimit`'s 413); None when the body did not arrive in time."""
+async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive:
+    """A ``receive`` that replays the request's body, read here first through ``timed`` (up to ``limit``
+    bytes: past it, or over a declared length past it, the rest is left to :class:`BodyLimit`'s 413).
+    A body that does not arrive in time is left to the route as before: reading it raises
+    :class:`BodyTimeout` (408), a route that reads no body is not refused."""
     headers = dict(scope["headers"])
     declared = headers.get(b"content-length")
     if declared is None and b"transfer-encoding" not in headers:
@@ -88,7 +89,7 @@ async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive | None
         try:
             message = await timed()
         except BodyTimeout:
-            return None
+            break  # the replay's next read raises it again, for the route
         read.append(message)
         size += len(message.get("body", b""))
         if message["type"] != "http.request" or not message.get("more_body", False):
