@@ -42,6 +42,7 @@ KEY_COUNTS: dict[str, int] = {
     "admit": 2,
     "token": 5,
     "expire": 8,
+    "retire": 7,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

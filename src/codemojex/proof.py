@@ -86,17 +86,19 @@ async def current_round(demo: Game) -> rounds.Round | None:
     return None
 
 
-async def ensure_round(demo: Game) -> rounds.Round:
-    """The demo round open now, else a new one (a random keyboard and secret, :data:`ROUND_S` long,
-    :data:`ROUND_GUESSES` guesses per player), opened :data:`ROUND_OVERLAP_MS` before the current one
-    ends (``codemojex serve`` checks every 30 s). Only a process allowed to write secrets calls this."""
+async def ensure_round(demo: Game, duration_s: float = ROUND_S) -> rounds.Round:
+    """The demo round open now, else a new one (a random keyboard and secret, ``duration_s`` long,
+    :data:`ROUND_GUESSES` guesses per player), opened :data:`ROUND_OVERLAP_MS` (at most a quarter of
+    ``duration_s``) before the current one ends (``codemojex serve`` checks every 30 s). Only a process
+    allowed to write secrets calls this."""
+    overlap = min(ROUND_OVERLAP_MS, int(duration_s * 250))
     current = await current_round(demo)
     if current is not None and (
-        current.closes_ms is None or current.closes_ms - await rounds.server_ms(demo) > ROUND_OVERLAP_MS
+        current.closes_ms is None or current.closes_ms - await rounds.server_ms(demo) > overlap
     ):
         return current
     # None open, or the open one ends within the overlap: the next one opens now, so there is always one.
-    return await rounds.open_round(demo, duration_s=ROUND_S, max_guesses=ROUND_GUESSES)
+    return await rounds.open_round(demo, duration_s=duration_s, max_guesses=ROUND_GUESSES)
 
 
 def demo_name(player_id: str) -> str:
