@@ -2,16 +2,16 @@
   retire: bound a demo player of the proof's demonstration game (codemojex.proof_retention): delete them
   whole when idle, else trim their ledger to its newest entries.
 
-  Called by codemojex.proof_retention when a demo round the player was admitted in is purged, on the demo
-  game only (the caller refuses any other tag). The caller found the player in no kept round's quota;
-  this script decides "idle" atomically against submit.lua: the player is idle when their newest ledger
-  entry is older than ARGV[2] (the server time at which the caller listed the kept rounds), so a guess
-  admitted since (in any round, one opened meanwhile included) keeps them. Idle: the record, wallet,
-  ledger, credits, the name's reservation and the players and trial entries go in one step, as
-  expire.lua does (the next proof call registers them again, with a fresh demo grant). Not idle: the
-  ledger keeps its ARGV[3] newest entries, preceded by one 'carried' entry per currency dropped (delta
-  and balance: that currency's balance before the kept entries), so a replay from zero still gives every
-  balance (codemojex.wallet.reconcile).
+  Called by codemojex.proof_retention._retire when a demo round the player was admitted in is purged,
+  on the demo game only (the caller refuses any other tag). The caller passes ARGV[2] = 0 when it found
+  the player in a kept round's quota, else the server time at which it listed the kept rounds; this
+  script decides "idle" atomically against submit.lua: the player is idle when their newest ledger entry
+  is older than ARGV[2], so a guess admitted since the listing (in any round, one opened meanwhile
+  included) keeps them. Idle: the record, wallet, ledger, credits, the name's reservation and the players
+  and trial entries go in one step, as expire.lua does (the next proof call registers them again, with a
+  fresh demo grant). Not idle: the ledger keeps its ARGV[3] newest entries, preceded by one 'carried'
+  entry per currency dropped (delta and balance: that currency's balance before the kept entries), so a
+  replay from zero still gives every balance (codemojex.wallet.reconcile).
 
   Input:
     KEYS[1] player  (hash)   cmx:{t}:player:<PLR>
