@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from codemojex import access, faults, proof, proof_retention
 from codemojex.errors import CodemojexError
+from echomq import Settings
 from echomq.testing.server import die_with_parent
 
 WORKER_LEASE_MS = 5000  # short, so the proof page's crashed job returns within seconds (renewed meanwhile)
@@ -57,6 +58,7 @@ class WorkerSupervisor:
         concurrency: int,
         fault_points: tuple[str, ...] = (),
         name: str = "score worker",
+        bus: Settings | None = None,
     ) -> None:
         self.name = name
         self.argv = [
@@ -68,6 +70,12 @@ class WorkerSupervisor:
             "--sweep-every", str(WORKER_SWEEP_S),
             "--grace", str(WORKER_GRACE_S),
         ]  # fmt: skip
+        if bus is not None:  # the bus's retention, as the host's (the proof's demo bus: proof.DEMO_BUS)
+            self.argv += [
+                "--result-ttl-ms", str(bus.result_ttl_ms),
+                "--dedup-window-ms", str(bus.dedup_window_ms),
+                "--dead-ttl-ms", str(bus.dead_ttl_ms),
+            ]  # fmt: skip
         self.env = dict(os.environ, REDIS_URL=url)
         for variable in (access.HOST_URL_ENV, access.WORKER_URL_ENV):
             self.env.pop(variable, None)
@@ -163,7 +171,12 @@ class ProofRunner:
         self.round_s, self.grace_s, self.check_s = round_s, grace_s, check_s
         armed = (faults.REQUESTED,) if crash else ()
         self.supervisor = WorkerSupervisor(
-            url, tag=self.tag, concurrency=PROOF_CONCURRENCY, fault_points=armed, name="proof worker"
+            url,
+            tag=self.tag,
+            concurrency=PROOF_CONCURRENCY,
+            fault_points=armed,
+            name="proof worker",
+            bus=proof.DEMO_BUS,
         )
         self._rounds: asyncio.Task[None] | None = None
 

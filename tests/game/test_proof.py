@@ -16,6 +16,8 @@ import pytest
 import redis
 
 from codemojex import access, faults, guesses, proof, proof_retention, rounds, score_worker, wallet
+from codemojex.cli.arguments import bus_settings
+from codemojex.cli.parser import build_parser
 from codemojex.engine import score
 from codemojex.errors import CodemojexError, InvalidOption
 from codemojex.guesses import Outcome
@@ -197,8 +199,7 @@ async def _play(demo, round_id, player_id, times):
     other = next(key for key in the_round.keyboard.keys if key != secret[-1])
     guess = [*secret[:-1], other]  # five hits (a proven key each round), never solved: the same keys
     for _ in range(times):
-        await proof.ensure_player(demo, player_id)
-        submission = await guesses.submit(demo, round_id, player_id, guess)
+        submission = await proof.submit(demo, round_id, player_id, guess, ids.mint("JOB"))
         assert submission.outcome is Outcome.ADMITTED, submission
 
 
@@ -308,3 +309,15 @@ async def test_the_purge_runs_as_the_workers_user_and_not_as_the_hosts(acl, tag)
         done = await proof_retention.purge(demo, grace_s=0)
         assert (done.rounds, done.retired) == ((old.id,), 1)  # the host's try had changed nothing
     assert _demo_key_count(admin, proof.demo_tag(tag)) == 0
+
+
+def test_the_demo_bus_has_a_bounded_retention_in_the_host_and_the_demo_worker(redis_server, tag):
+    """The demo bus's finished jobs go within an hour (not the library's day, nor 180 days when dead):
+    the host's demo game and the demo worker serve starts use the same :data:`proof.DEMO_BUS`."""
+    assert proof.DEMO_BUS.dedup_window_ms <= 3_600_000
+    assert proof.DEMO_BUS.dead_ttl_ms <= 86_400_000
+    assert proof.demo_game(redis_server.url, tag).bus.settings == proof.DEMO_BUS
+    runner = ProofRunner(redis_server.url, tag, crash=False)
+    args = build_parser().parse_args(runner.supervisor.argv[3:])
+    assert bus_settings(args) == proof.DEMO_BUS
+    assert bus_settings(build_parser().parse_args(["worker"])) is None  # the real worker: the defaults
