@@ -22,7 +22,13 @@ Caps, so that the proof cannot be used to load the host (the host's general rate
   (:func:`pending_total`, checked before the submit: concurrent requests may pass it by their number);
 * per caller and demo round: at most :data:`ROUND_GUESSES` demo guesses (the round's ``max_guesses``);
   the demo round lasts :data:`ROUND_S`, then the next one is opened (``codemojex serve``'s
-  :class:`~codemojex.serve.ProofRunner` keeps one open).
+  :class:`~codemojex.supervisor.ProofRunner` keeps one open).
+
+Memory stays flat however long the proof runs (:mod:`codemojex.proof_retention`): the ProofRunner
+deletes each demo round closed for ``GRACE_S`` (1 h) with all its keys (its secret under ``cmxs:``
+included, so it runs as the worker's Redis user), deletes the demo players who stopped playing (their next
+proof call registers them again: :func:`submit`) and trims the ledgers of the others; the demo bus keeps
+finished jobs for :data:`DEMO_BUS`'s short windows. Only a demo tag is ever purged.
 """
 
 from __future__ import annotations
