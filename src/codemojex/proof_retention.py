@@ -120,11 +120,10 @@ async def _purge_round(
         while guess_ids := await redis.zrange(keys.scored(round_id), 0, batch - 1):
             await redis.unlink(*(keys.guess(_text(raw)) for raw in guess_ids))
             await redis.zrem(keys.scored(round_id), *guess_ids)
-        while True:
-            _, counts = await redis.hscan(keys.quota(round_id), 0, count=batch)
+        cursor = 0
+        while True:  # a page may be empty before the end: the cursor says when it is (0)
+            cursor, counts = await redis.hscan(keys.quota(round_id), cursor, count=batch)
             players = [_text(raw) for raw in counts]
-            if not players:
-                break
             for player_id in players:
                 await redis.unlink(
                     keys.submitted(round_id, player_id),
@@ -134,7 +133,10 @@ async def _purge_round(
                 )
                 gone, dropped = await _retire(demo, player_id, kept, listed_at, ledger_kept)
                 retired, trimmed = retired + gone, trimmed + dropped
-            await redis.hdel(keys.quota(round_id), *players)
+            if players:  # deleted as it goes: a field there all along is still returned (HSCAN)
+                await redis.hdel(keys.quota(round_id), *players)
+            if int(cursor) == 0:
+                break
         async with redis.pipeline(transaction=True) as pipe:
             pipe.unlink(
                 keys.charges(round_id),

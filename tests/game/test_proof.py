@@ -321,3 +321,18 @@ def test_the_demo_bus_has_a_bounded_retention_in_the_host_and_the_demo_worker(re
     args = build_parser().parse_args(runner.supervisor.argv[3:])
     assert bus_settings(args) == proof.DEMO_BUS
     assert bus_settings(build_parser().parse_args(["worker"])) is None  # the real worker: the defaults
+
+
+async def test_a_round_of_many_players_is_purged_whole_in_small_batches(redis_server, tag, game_probe):
+    """More players than a small hash's listpack (a hashtable quota, whose HSCAN pages may be empty before
+    the end), purged 10 at a time: every one retired, not one key of the round left."""
+    async with proof.demo_game(redis_server.url, tag) as demo:
+        old = await rounds.open_round(demo, duration_s=60)
+        many = [ids.mint("PLR") for _ in range(150)]
+        for player_id in many:
+            await _play(demo, old.id, player_id, 1)
+        await rounds.close_round(demo, old.id)
+        done = await proof_retention.purge(demo, grace_s=0, batch=10)
+        assert (done.rounds, done.retired) == ((old.id,), len(many))
+    left = list(game_probe.client.scan_iter(match=f"cmx*:{{{proof.demo_tag(tag)}}}:*"))
+    assert left == []  # the jobs wait on the demo bus (no worker here): its keys are the bus's
