@@ -72,7 +72,7 @@ DATA = (
     "hget", "hmget", "hgetall", "hset", "hsetnx", "hdel", "hincrby", "hexists", "hlen", "hscan",
     "zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zrevrangebyscore", "zrangebylex", "zscore",
     "zcard", "zcount", "zrank", "zrevrank", "zpopmin", "zscan",
-    "lpush", "rpush", "lpop", "rpop", "lrange", "llen", "lindex", "lmove", "blpop",
+    "lpush", "rpush", "lpop", "rpop", "lrange", "llen", "lindex", "lmove", "blpop", "ltrim",
     "xadd", "xread", "xrange", "xrevrange", "xlen", "xtrim",
     "multi", "exec", "discard", "watch", "unwatch",
 )  # fmt: skip

@@ -43,6 +43,7 @@ KEY_COUNTS: dict[str, int] = {
     "token": 5,
     "expire": 8,
     "rebuild_board": 3,
+    "retire": 7,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

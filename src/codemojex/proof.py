@@ -22,16 +22,24 @@ Caps, so that the proof cannot be used to load the host (the host's general rate
   (:func:`pending_total`, checked before the submit: concurrent requests may pass it by their number);
 * per caller and demo round: at most :data:`ROUND_GUESSES` demo guesses (the round's ``max_guesses``);
   the demo round lasts :data:`ROUND_S`, then the next one is opened (``codemojex serve``'s
-  :class:`~codemojex.serve.ProofRunner` keeps one open).
+  :class:`~codemojex.supervisor.ProofRunner` keeps one open).
+
+Memory stays flat however long the proof runs (:mod:`codemojex.proof_retention`): the ProofRunner
+deletes each demo round closed for ``GRACE_S`` (1 h) with all its keys (its secret under ``cmxs:``
+included, so it runs as the worker's Redis user), deletes the demo players who stopped playing (their next
+proof call registers them again: :func:`submit`) and trims the ledgers of the others; the demo bus keeps
+finished jobs for :data:`DEMO_BUS`'s short windows. Only a demo tag is ever purged.
 """
 
 from __future__ import annotations
 
-from codemojex import rounds
-from codemojex.errors import InvalidOption, ScriptError
+from codemojex import guesses, rounds
+from codemojex.errors import InvalidOption, ScriptError, UnknownPlayer
 from codemojex.game import Game, GameSettings, translate_errors
+from codemojex.guesses import Submission
 from codemojex.keys import PLAYER, check_id
 from codemojex.players import register_args, register_keys
+from echomq import Settings
 from echomq.keyspace import check_tag
 
 DEMO_SUFFIX = ".proof"
@@ -44,6 +52,9 @@ ROUND_GUESSES = 200  # demo guesses per caller and demo round
 ROUND_S = 3600.0  # a demo round's life
 ROUND_OVERLAP_MS = 120_000  # the next demo round opens this long before the current one ends
 DEMO_POOL = 32  # the host's connections to the demo bus
+# The demo bus's retention (the host's and the demo worker's): a finished demo job is kept whole 10 min,
+# absorbs duplicates 1 h, a dead one is kept 1 day; then its row is gone (the bus trims as it finishes).
+DEMO_BUS = Settings(result_ttl_ms=600_000, dedup_window_ms=3_600_000, dead_ttl_ms=86_400_000)
 
 
 def demo_tag(tag: str) -> str:
@@ -71,7 +82,12 @@ def demo_game(
 ) -> Game:
     """The demo game beside the real game of ``tag`` (on the same Redis, under :func:`demo_tag`)."""
     return Game.from_url(
-        url, demo_tag(tag), demo_settings(caller_cap), cluster=cluster, max_connections=max_connections
+        url,
+        demo_tag(tag),
+        demo_settings(caller_cap),
+        DEMO_BUS,
+        cluster=cluster,
+        max_connections=max_connections,
     )
 
 
@@ -86,17 +102,19 @@ async def current_round(demo: Game) -> rounds.Round | None:
     return None
 
 
-async def ensure_round(demo: Game) -> rounds.Round:
-    """The demo round open now, else a new one (a random keyboard and secret, :data:`ROUND_S` long,
-    :data:`ROUND_GUESSES` guesses per player), opened :data:`ROUND_OVERLAP_MS` before the current one
-    ends (``codemojex serve`` checks every 30 s). Only a process allowed to write secrets calls this."""
+async def ensure_round(demo: Game, duration_s: float = ROUND_S) -> rounds.Round:
+    """The demo round open now, else a new one (a random keyboard and secret, ``duration_s`` long,
+    :data:`ROUND_GUESSES` guesses per player), opened :data:`ROUND_OVERLAP_MS` (at most a quarter of
+    ``duration_s``) before the current one ends (``codemojex serve`` checks every 30 s). Only a process
+    allowed to write secrets calls this."""
+    overlap = min(ROUND_OVERLAP_MS, int(duration_s * 250))
     current = await current_round(demo)
     if current is not None and (
-        current.closes_ms is None or current.closes_ms - await rounds.server_ms(demo) > ROUND_OVERLAP_MS
+        current.closes_ms is None or current.closes_ms - await rounds.server_ms(demo) > overlap
     ):
         return current
     # None open, or the open one ends within the overlap: the next one opens now, so there is always one.
-    return await rounds.open_round(demo, duration_s=ROUND_S, max_guesses=ROUND_GUESSES)
+    return await rounds.open_round(demo, duration_s=duration_s, max_guesses=ROUND_GUESSES)
 
 
 def demo_name(player_id: str) -> str:
@@ -111,6 +129,18 @@ async def ensure_player(demo: Game, player_id: str) -> None:
     reply = await demo.run("register", register_keys(demo, player_id), register_args(demo, player_id, name))
     if int(reply[0]) != 1:
         raise ScriptError(f"register.lua answered {reply!r} for the demo player {player_id}")
+
+
+async def submit(demo: Game, round_id: str, player_id: str, guess: list[str], job_id: str) -> Submission:
+    """A demo guess of the caller's demo player (registered first, :func:`ensure_player`). The demo's
+    retention deletes an idle demo player (:mod:`codemojex.proof_retention`): one deleted between the
+    registration and the submit (``UnknownPlayer``, nothing charged) is registered again, once."""
+    await ensure_player(demo, player_id)
+    try:
+        return await guesses.submit(demo, round_id, player_id, guess, job_id=job_id)
+    except UnknownPlayer:
+        await ensure_player(demo, player_id)
+        return await guesses.submit(demo, round_id, player_id, guess, job_id=job_id)
 
 
 async def pending_total(demo: Game) -> int:

@@ -19,8 +19,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from codemojex import access, faults, proof, rounds
+from codemojex import access, faults, proof, proof_retention
 from codemojex.errors import CodemojexError
+from echomq import Settings
 from echomq.testing.server import die_with_parent
 
 WORKER_LEASE_MS = 5000  # short, so the proof page's crashed job returns within seconds (renewed meanwhile)
@@ -57,6 +58,7 @@ class WorkerSupervisor:
         concurrency: int,
         fault_points: tuple[str, ...] = (),
         name: str = "score worker",
+        bus: Settings | None = None,
     ) -> None:
         self.name = name
         self.argv = [
@@ -68,6 +70,12 @@ class WorkerSupervisor:
             "--sweep-every", str(WORKER_SWEEP_S),
             "--grace", str(WORKER_GRACE_S),
         ]  # fmt: skip
+        if bus is not None:  # the bus's retention, as the host's (the proof's demo bus: proof.DEMO_BUS)
+            self.argv += [
+                "--result-ttl-ms", str(bus.result_ttl_ms),
+                "--dedup-window-ms", str(bus.dedup_window_ms),
+                "--dead-ttl-ms", str(bus.dead_ttl_ms),
+            ]  # fmt: skip
         self.env = dict(os.environ, REDIS_URL=url)
         for variable in (access.HOST_URL_ENV, access.WORKER_URL_ENV):
             self.env.pop(variable, None)
@@ -140,37 +148,61 @@ class WorkerSupervisor:
 class ProofRunner:
     """The proof's demonstration game (:mod:`codemojex.proof`), started only when the proof is on: its own
     score worker process on the demo bus (``<tag>.proof``; its requested crash armed only with
-    ``--proof-crash``, and in no other worker), and a demo round kept open (a new one when it ends)."""
+    ``--proof-crash``, and in no other worker), a demo round kept open (a new one of ``round_s`` when it
+    ends) and, every ``check_s``, the demo rounds closed ``grace_s`` ago deleted with their players'
+    excess (:func:`codemojex.proof_retention.purge`; this runs with the worker's Redis user, which may
+    delete the rounds' secrets)."""
 
     ROUND_CHECK_S = 30.0
 
-    def __init__(self, url: str, tag: str, *, crash: bool) -> None:
+    def __init__(
+        self,
+        url: str,
+        tag: str,
+        *,
+        crash: bool,
+        round_s: float = proof.ROUND_S,
+        grace_s: float = proof_retention.GRACE_S,
+        check_s: float = ROUND_CHECK_S,
+    ) -> None:
         self.url = url
         self.real_tag = tag
         self.tag = proof.demo_tag(tag)
+        self.round_s, self.grace_s, self.check_s = round_s, grace_s, check_s
         armed = (faults.REQUESTED,) if crash else ()
         self.supervisor = WorkerSupervisor(
-            url, tag=self.tag, concurrency=PROOF_CONCURRENCY, fault_points=armed, name="proof worker"
+            url,
+            tag=self.tag,
+            concurrency=PROOF_CONCURRENCY,
+            fault_points=armed,
+            name="proof worker",
+            bus=proof.DEMO_BUS,
         )
         self._rounds: asyncio.Task[None] | None = None
 
     def status(self) -> WorkerStatus:
         return self.supervisor.status()
 
-    async def _ensure_round(self) -> rounds.Round:
+    async def keep(self) -> proof_retention.Purge:
+        """One check: a demo round open (:func:`codemojex.proof.ensure_round`), then the purge of the
+        rounds past their grace (:func:`codemojex.proof_retention.purge`)."""
         async with proof.demo_game(self.url, self.real_tag, max_connections=4) as demo:
-            return await proof.ensure_round(demo)
+            await proof.ensure_round(demo, self.round_s)
+            return await proof_retention.purge(demo, grace_s=self.grace_s)
 
     async def _keep_round(self) -> None:
         while True:
-            await asyncio.sleep(self.ROUND_CHECK_S)
+            await asyncio.sleep(self.check_s)
             try:
-                await self._ensure_round()
+                done = await self.keep()
             except CodemojexError as exc:  # Redis away for now: the next check tries again
                 _say(f"proof: could not check the demo round ({exc.code}): {exc}")
+                continue
+            if done.rounds:
+                _say(f"proof: deleted {len(done.rounds)} old demo rounds, {done.retired} idle demo players")
 
     async def start(self) -> None:
-        await self._ensure_round()
+        await self.keep()
         self.supervisor.start()
         self._rounds = asyncio.create_task(self._keep_round(), name="proof rounds")
 

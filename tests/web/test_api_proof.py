@@ -11,6 +11,7 @@ import signal
 
 import pytest
 
+from codemojex import proof, proof_retention, rounds
 from codemojex.keys import GameKeys
 from codemojex.proof import demo_tag
 from echomq import Bus
@@ -261,3 +262,31 @@ def test_a_job_on_its_first_delivery_has_no_stale_token_to_race(served, join, re
     assert (reply.status_code, error_code(reply)) == (409, "no_stale_token")
     still = job_of(ada, job)
     assert (still["state"], still["attempts"], still["scored_count"]) == ("active", 1, 0)
+
+
+def test_a_player_uses_the_proof_after_its_old_round_and_demo_player_were_purged(
+    served, join, redis_server, sync_redis, tag, demo_worker
+):
+    """The demo round is closed and purged with its idle demo player (as serve's proof runner does after
+    the grace): the caller's next proof job opens on the next round, registered anew, and is scored."""
+    old = open_demo_round(redis_server.url, tag)
+    _, ada = join()
+    first = ada.post("/api/proof/jobs", json={}).json()["job_id"]
+    assert scored(ada, first)["scored_count"] == 1
+
+    async def next_round_and_purge():
+        async with proof.demo_game(redis_server.url, tag) as demo:
+            await rounds.close_round(demo, old)
+            following = await proof.ensure_round(demo)
+            return following.id, await proof_retention.purge(demo, grace_s=0)
+
+    following, done = run(next_round_and_purge())
+    assert (done.rounds, done.retired) == ((old,), 1)
+    assert not list(sync_redis.scan_iter(match=f"cmx*:{{{demo_tag(tag)}}}:*{old}*"))  # nothing of it left
+    assert ada.get("/api/proof/jobs").json() == {"round_id": following, "guesses": [], "balances": {}}
+    again = ada.post("/api/proof/jobs", json={})
+    assert again.status_code == 202, again.text
+    assert scored(ada, again.json()["job_id"])["scored_count"] == 1
+    mine = ada.get("/api/proof/jobs").json()
+    assert [g["job_id"] for g in mine["guesses"]] == [again.json()["job_id"]]
+    assert mine["balances"] == {"proof": 1_000_000 - 1}  # a fresh demo grant

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codemojex.cli.arguments import bus_settings
 from codemojex.cli.commands import Command, Result
 from codemojex.cli.exits import EXIT_INTERRUPTED, UsageError, explain
 from codemojex.cli.parser import build_parser
@@ -130,7 +131,13 @@ def _conformance(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace) -> Result:
     try:
-        game = Game.from_url(_url(args), tag=args.tag, cluster=args.cluster, max_connections=_pool_size(args))
+        game = Game.from_url(
+            _url(args),
+            tag=args.tag,
+            bus_settings=bus_settings(args),
+            cluster=args.cluster,
+            max_connections=_pool_size(args),
+        )
     except (EchoMQError, CodemojexError):
         raise
     except ValueError as exc:  # redis-py cannot read the URL

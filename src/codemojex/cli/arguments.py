@@ -1,5 +1,6 @@
 """The argument types of the ``codemojex`` command line: each rejects ill-formed input (exit code 2, with the
-reason) before anything touches Redis."""
+reason) before anything touches Redis; and the bus settings the worker's options give (:func:`bus_settings`).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from codemojex.engine import LENGTH
 from codemojex.errors import InvalidInput
 from codemojex.game import check_amount, check_currency
 from codemojex.keys import check_id
+from echomq import Settings
 
 
 def id_type(brand: str) -> Callable[[str], str]:
@@ -82,3 +84,11 @@ def price(text: str) -> tuple[str, int]:
         return check_currency(currency), check_amount("a price's amount", value)
     except InvalidInput as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def bus_settings(args: argparse.Namespace) -> Settings | None:
+    """The bus's retention as the worker's options give it (the proof's demo worker: ``codemojex.proof``'s
+    ``DEMO_BUS``), or None: the library's defaults."""
+    names = ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms")
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    return Settings(**given) if given else None

@@ -270,4 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--lease-ms", type=int, default=30_000)
     worker.add_argument("--sweep-every", type=float, default=SWEEP_PERIOD_S, metavar="SECONDS")
     worker.add_argument("--grace", type=float, default=10.0, metavar="SECONDS")
+    for flag, default in (("result-ttl-ms", "1 h"), ("dedup-window-ms", "24 h"), ("dead-ttl-ms", "180 d")):
+        worker.add_argument(
+            f"--{flag}", type=count(0), default=None, metavar="MS", help=f"the bus's (default {default})"
+        )
     return parser

@@ -120,12 +120,11 @@ async def new_job(request: Request, spec: NewProofJob, player_id: PlayerId) -> d
         raise Problem(404, "no_open_round", "no demo round is open (codemojex serve opens one)")
     if await proof.pending_total(demo) >= config.proof_total_cap:
         raise Problem(429, "proof_cap", "the proof has the most jobs waiting it takes: try again shortly")
-    await proof.ensure_player(demo, player_id)
     guess = [secrets.choice(the_round.keyboard.keys) for _ in range(the_round.length)]
     job = ids.mint(JOB)
     if spec.crash:
         await faults.request_crash(demo, job)
-    return _answer(await guesses.submit(demo, the_round.id, player_id, guess, job_id=job))
+    return _answer(await proof.submit(demo, the_round.id, player_id, guess, job))
 
 
 @router.get("/jobs", response_model=schemas.ProofJobsOut, responses=answers(401, 403))
