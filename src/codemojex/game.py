@@ -39,7 +39,7 @@ KEY_COUNTS: dict[str, int] = {
     "score": 16,
     "lock": 4,
     "refund": 10,
-    "admit": 2,
+    "admit": 3,
     "token": 5,
     "expire": 8,
     "rebuild_board": 3,
