@@ -40,6 +40,7 @@ KEY_COUNTS: dict[str, int] = {
     "lock": 4,
     "refund": 10,
     "admit": 3,
+    "idempotency": 1,
     "token": 5,
     "expire": 8,
     "rebuild_board": 3,
