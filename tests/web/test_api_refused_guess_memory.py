@@ -2,17 +2,21 @@
 a closed round) costs nothing, yet its ``Idempotency-Key`` is kept for 24 h so that a retry after a
 top-up cannot pay twice (:mod:`codemojex.web.idempotency`). A player with an empty wallet, one fresh
 key per request, leaves one key per refused request: at the per-address guess rate (10 a second) some
-864,000 keys a day per client, under ``noeviction``."""
+864,000 keys a day per client, under ``noeviction``. The defence: a key counts the requests in flight
+under it and is cut to ten minutes once none is left and none was admitted; the tests below check that
+no interleaving of copies, refusals, admissions and retries can then pay twice."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
 import redis.asyncio
 
+from codemojex import wallet
 from codemojex.game import Game
 from codemojex.keys import JOB, PLAYER, GameKeys
 from codemojex.web import idempotency
@@ -117,3 +121,30 @@ def test_a_key_in_the_old_form_is_read_and_kept_as_it_is(redis_server, tag):
         await raw.aclose()
 
     _claims(redis_server, tag, steps)
+
+
+def test_concurrent_copies_around_a_top_up_name_one_job_paid_once(served, operator, join):
+    """Copies of one keyed request race a top-up (some refused for no funds, some admitted), then more
+    retries come: whatever the interleaving, every answer names the one JOB and it is paid once."""
+    round_id = open_round(operator, prices=[{"currency": "gem", "amount": 2}])["round_id"]
+    player_id, ada = join()
+    path = f"/api/rounds/{round_id}/guesses"
+
+    def post(_: int):
+        return ada.post(path, json={"guess": FRUIT[:6]}, headers={"Idempotency-Key": "raced"})
+
+    async def top_up() -> None:
+        async with Game.from_url(served.config.redis_url, served.config.tag) as game:
+            await wallet.credit(game, player_id, "gem", 4, reason="prize")
+
+    with ThreadPoolExecutor(8) as pool:
+        early = list(pool.map(post, range(8)))
+        racing = pool.map(post, range(8))
+        run(top_up())
+        replies = [*early, *racing, *pool.map(post, range(4))]
+    assert {reply.status_code for reply in replies} <= {202, 402}, [r.text for r in replies]
+    jobs = {(r.json() if r.status_code == 202 else r.json()["error"])["job_id"] for r in replies}
+    assert len(jobs) == 1, jobs
+    assert post(0).status_code == 202  # funded now: admitted, or a duplicate of the admitted one
+    charges = [e for e in ada.get("/api/wallet").json()["ledger"] if e["reason"] == "guess"]
+    assert [(e["job_id"], e["delta"]) for e in charges] == [(jobs.pop(), -2)]  # paid once
