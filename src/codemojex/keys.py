@@ -209,6 +209,13 @@ class GameKeys:
             raise InvalidId(f"a bucket is a class a-z and a or p, got {kind!r} {scope!r}")
         return f"{self.prefix}bucket:{kind}:{scope}:{check_digest(digest)}"
 
+    def player_buckets(self, kind: str) -> str:
+        """The prefix of a player's rate-limit buckets of class ``kind``: ``admit.lua`` appends the player
+        id the token names (``bucket:<kind>:u:<PLR>``), so a rotated token keeps its player's bucket."""
+        if not re.fullmatch(r"[a-z]{1,16}", kind):
+            raise InvalidId(f"a bucket class is a-z, got {kind!r}")
+        return f"{self.prefix}bucket:{kind}:u:"
+
     def ticket(self, digest: str) -> str:
         return f"{self.prefix}ticket:{check_digest(digest)}"
 

@@ -7,23 +7,29 @@
   tat + period - now <= capacity * period. The key expires when the bucket would be full again, so an idle
   address or player leaves nothing behind (memory stays flat however many addresses call).
   Both buckets are checked before either is charged: a refused request costs nothing.
+  The player's bucket is the player's, not the token's: the script reads the player id the token key
+  names and charges ARGV[5] .. <player id> (same hash tag, same slot), so a rotation does not refill it.
+  A token with no token key (a legacy token of the `tokens` hash, or an unknown one) is charged the
+  bucket of its digest, KEYS[2], as before.
 
   Input:
     KEYS[1] address bucket (string)  cmx:{t}:bucket:<class>:a:<digest>
-    KEYS[2] player bucket  (string)  cmx:{t}:bucket:<class>:p:<digest> (unused when ARGV[3] is 0)
+    KEYS[2] token bucket   (string)  cmx:{t}:bucket:<class>:p:<digest> (when KEYS[3] does not exist)
+    KEYS[3] token key      (string)  cmx:{t}:token:<digest> -> the player id (read when ARGV[3] > 0)
 
     ARGV[1] the address bucket's capacity (tokens, >= 1)
     ARGV[2] the address bucket's period (ms per token, >= 1)
     ARGV[3] the player bucket's capacity (tokens; 0: no player bucket)
     ARGV[4] the player bucket's period (ms per token, >= 1)
+    ARGV[5] the player bucket's prefix  cmx:{t}:bucket:<class>:u: (the key is the prefix .. player id)
 
   Output:
     { 1, 0 }            admitted; one token taken from each bucket used
     { 0, retry_ms, n }  refused by bucket n (1 address, 2 player); retry in retry_ms; nothing changed
 ]]
-local addressKey, playerKey = KEYS[1], KEYS[2]
+local addressKey, playerKey, tokenKey = KEYS[1], KEYS[2], KEYS[3]
 local addressCapacity, addressPeriod = tonumber(ARGV[1]), tonumber(ARGV[2])
-local playerCapacity, playerPeriod = tonumber(ARGV[3]), tonumber(ARGV[4])
+local playerCapacity, playerPeriod, playerPrefix = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -42,6 +48,8 @@ local addressTat, addressWait = fits(addressKey, addressCapacity, addressPeriod)
 if not addressTat then return {0, addressWait, 1} end
 local playerTat = nil
 if playerCapacity > 0 then
+  local playerId = redis.call('GET', tokenKey)
+  if playerId then playerKey = playerPrefix .. playerId end
   local playerWait
   playerTat, playerWait = fits(playerKey, playerCapacity, playerPeriod)
   if not playerTat then return {0, playerWait, 2} end

@@ -76,6 +76,7 @@ class Limits:
     streams_total: int = 1000
     ticket_ttl_s: int = 30  # an event-stream ticket, used once
     stream_send_timeout_s: float = 30.0  # a stream whose client reads nothing for this long is ended
+    stream_check_s: float = 5.0  # how often the hub ends streams of closed rounds and revoked tokens
     body_timeout_s: float = 10.0  # a request body must arrive within this
     trusted_proxies: tuple[str, ...] = ()  # addresses / networks whose X-Forwarded-For is believed
     networks: tuple[Any, ...] = field(init=False, repr=False, compare=False)
@@ -86,7 +87,7 @@ class Limits:
                 raise ValueError(f"{name} is at least 1")
         if self.inflight_total is not None and self.inflight_total < 1:
             raise ValueError("inflight_total is at least 1")
-        for name in ("queue_timeout_s", "stream_send_timeout_s", "body_timeout_s"):
+        for name in ("queue_timeout_s", "stream_send_timeout_s", "stream_check_s", "body_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} is positive")
         if self.ticket_ttl_s < 1:

@@ -3,8 +3,10 @@
 Each request class has its own pair of buckets (:class:`Rate`: a burst ``capacity`` refilled one token
 every ``period_ms``): ``signup`` (``POST /api/players``, per address only: a new player is currency),
 ``guess`` (``POST /api/rounds/<RND>/guesses``) and ``read`` (every other API call). The player's bucket
-is keyed by the SHA-256 of the bearer token it sends (no lookup is needed first, and an unknown token is
-throttled by the address's bucket anyway), the address's by the SHA-256 of the address. The script takes
+is keyed by the player id: the script itself reads the id the bearer token's key names (no round trip is
+added, and a rotation keeps the bucket it had); a token with no token key (a legacy token of the
+``tokens`` hash until it is migrated, or an unknown token, throttled by the address's bucket anyway) is
+charged a bucket keyed by its SHA-256. The address's is keyed by the SHA-256 of the address. The script takes
 a token from both buckets or from neither, on the Redis server's clock, and every bucket key expires when
 it would be full again (see ``lua/admit.lua``).
 
@@ -64,16 +66,18 @@ async def take(
     None when admitted. Raises :class:`~codemojex.errors.CodemojexError` when the limiter fails."""
     address_key = game.keys.bucket(kind, "a", digest(address))
     use_player = token is not None and per_player is not None
-    player_key = game.keys.bucket(kind, "p", digest(token if use_player and token else ""))
+    token_digest = digest(token if use_player and token else "")
+    player_key = game.keys.bucket(kind, "p", token_digest)
     player_rate = per_player if use_player and per_player is not None else Rate(1, 1)
     reply = await game.run(
         "admit",
-        [address_key, player_key],
+        [address_key, player_key, game.keys.token(token_digest)],
         [
             per_address.capacity,
             per_address.period_ms,
             player_rate.capacity if use_player else 0,
             player_rate.period_ms,
+            game.keys.player_buckets(kind),
         ],
     )
     if int(reply[0]) == 1:

@@ -17,7 +17,9 @@ A client that can send headers may instead ``GET /api/events?round_id=...`` with
 
 The stream (``text/event-stream`` framed by ``sse-starlette``) subscribes the caller to the round on the
 host's :class:`~codemojex.web.hub.Hub`: ``hello``, then ``scored``, ``leaderboard``, ``resync`` and, when
-the round closes, ``closed`` (the stream then ends), with a ping comment when the round is quiet. A client
+the round closes, ``closed`` (the stream then ends); when the token it was opened with no longer names the
+player (a logout, a rotation), ``revoked`` (the stream then ends: :mod:`codemojex.web.hub`); with a ping
+comment when the round is quiet. A client
 that does not read for :attr:`~codemojex.web.admission.Limits.stream_send_timeout_s` is ended.
 """
 
@@ -85,7 +87,7 @@ async def ticket(request: Request, new: TicketRequest, player_id: PlayerId) -> d
     return {"ticket": value, "round_id": new.round_id, "expires_in_s": ttl}
 
 
-async def _redeem(host: Host, value: str) -> tuple[str, str]:
+async def _redeem(host: Host, value: str) -> tuple[str, str, str | None]:
     if not _TICKET.fullmatch(value):
         raise Problem(401, "invalid_ticket", "that is not a ticket: ask POST /api/events/ticket")
     with translate_errors():
@@ -95,7 +97,7 @@ async def _redeem(host: Host, value: str) -> tuple[str, str]:
     player_id, round_id, *asked_by = stored.decode().split(" ")
     if asked_by and await tokens.holder(host.game, asked_by[0]) != player_id:
         raise Problem(401, "invalid_ticket", "the token that asked for this ticket was revoked or rotated")
-    return player_id, round_id
+    return player_id, round_id, asked_by[0] if asked_by else None
 
 
 def _sse(kind: str, data: dict[str, Any]) -> ServerSentEvent:
@@ -119,7 +121,7 @@ async def events(
         raise Problem(400, "token_in_url", "a player token is never taken in a URL: use a ticket")
     host = host_of(request)
     if ticket is not None:
-        player_id, ticket_round = await _redeem(host, ticket)
+        player_id, ticket_round, opened_with = await _redeem(host, ticket)
         if round_id is not None and round_id != ticket_round:
             raise Problem(400, "ticket_mismatch", "that ticket is for another round")
         round_id = ticket_round
@@ -127,10 +129,11 @@ async def events(
         raise Problem(422, "malformed_body", "give ticket=... (or round_id=... with a bearer token)")
     else:
         player_id = await player_of(request, bearer(request))
+        opened_with = token_digest(bearer(request) or "")
     await _open_round(host, round_id)
     address = getattr(request.state, "client_address", "")
     try:
-        subscriber = await host.hub.subscribe(round_id, player_id, address)
+        subscriber = await host.hub.subscribe(round_id, player_id, address, opened_with)
     except TooManyStreams as exc:
         raise Problem(429, "too_many_streams", str(exc)) from None
 

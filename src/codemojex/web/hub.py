@@ -13,6 +13,14 @@ in all (:class:`TooManyStreams`, answered 429 ``too_many_streams``). Each subscr
 one that falls behind is dropped to a single ``resync`` (the page refetches); a client that reads nothing
 at all is ended by the stream's send timeout (:mod:`codemojex.web.events`). Every few seconds the hub
 checks the rounds it follows: when one has closed, its subscribers get ``closed`` and their streams end.
+
+Revocation: each subscriber keeps the SHA-256 of the token its stream was opened with (the ticket's
+asking token, or the bearer token). At the same check (:attr:`~codemojex.web.admission.Limits.
+stream_check_s`) the hub asks Redis, in one pipeline for all its subscribers (one ``GET`` of the token
+key and one ``HGET`` of the legacy ``tokens`` hash per distinct token, never per event), whom each token
+names now; a stream whose token no longer names its player (a logout, a rotation, an expiry) gets a last
+``revoked`` event and ends. The page then asks for a new ticket only if its token still works (its own
+rotation), else it shows the join form.
 """
 
 from __future__ import annotations
@@ -35,7 +43,6 @@ log = logging.getLogger("codemojex.web.hub")
 BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round joins the read within it
 QUEUE_SIZE = 256
 BOARD_SHOWN = 20
-CLOSED_CHECK_S = 5.0
 
 Event = tuple[str, dict[str, Any]]
 
@@ -53,6 +60,7 @@ class Subscriber:
     round_id: str
     player_id: str
     address: str = ""
+    token_digest: str | None = None  # of the token the stream was opened with; None: not checked
     queue: asyncio.Queue[Event | None] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
 
     def offer(self, event: Event) -> None:
@@ -105,9 +113,11 @@ class Hub:
         if self.per_address.get(address, 0) >= self.limits.streams_per_address:
             raise TooManyStreams("address")
 
-    async def subscribe(self, round_id: str, player_id: str, address: str = "") -> Subscriber:
+    async def subscribe(
+        self, round_id: str, player_id: str, address: str = "", token_digest: str | None = None
+    ) -> Subscriber:
         self.check(player_id, address)
-        subscriber = Subscriber(round_id, player_id, address)
+        subscriber = Subscriber(round_id, player_id, address, token_digest)
         if self.closed:
             subscriber.end()
             return subscriber
@@ -143,19 +153,22 @@ class Hub:
     async def _read(self) -> None:
         loop = asyncio.get_running_loop()
         checked = loop.time()
+        period = self.limits.stream_check_s
+        block = max(1, min(BLOCK_MS, int(period * 1000)))
         while self.positions and not self.closed:
             streams = {self.game.keys.events(rid): last for rid, last in self.positions.items()}
             try:
                 with translate_errors():
-                    reply = await self.reader.redis.xread(streams, count=100, block=BLOCK_MS)
+                    reply = await self.reader.redis.xread(streams, count=100, block=block)
                 for key, entries in reply or ():
                     round_id = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
                     if round_id in self.positions and entries:
                         self.positions[round_id] = self._publish(round_id, entries)
                         await self._publish_board(round_id)
-                if loop.time() - checked >= CLOSED_CHECK_S:
+                if loop.time() - checked >= period:
                     checked = loop.time()
                     await self._end_closed()
+                    await self._end_revoked()
             except CodemojexError as exc:
                 log.warning("events reader: %s; retrying", exc)
                 await asyncio.sleep(1.0)
@@ -170,6 +183,27 @@ class Hub:
             if the_round is None or the_round.status_at(now) is RoundStatus.CLOSED:
                 for subscriber in list(self.rounds.get(round_id, ())):
                     subscriber.end(("closed", {"round_id": round_id}))
+
+    async def _end_revoked(self) -> None:
+        """End the streams whose token no longer names their player: one pipeline for all of them."""
+        checked = [sub for watching in self.rounds.values() for sub in watching if sub.token_digest]
+        digests = sorted({sub.token_digest for sub in checked if sub.token_digest})
+        if not digests:
+            return
+        keys = self.game.keys
+        with translate_errors():
+            async with self.game.redis.pipeline(transaction=False) as pipe:
+                for digest in digests:
+                    pipe.get(keys.token(digest))
+                    pipe.hget(keys.tokens, digest)
+                replies = await pipe.execute()
+        names = {
+            digest: bytes(current or legacy).decode() if (current or legacy) else None
+            for digest, current, legacy in zip(digests, replies[::2], replies[1::2], strict=True)
+        }
+        for subscriber in checked:
+            if names.get(subscriber.token_digest or "") != subscriber.player_id:
+                subscriber.end(("revoked", {"round_id": subscriber.round_id}))
 
     def _publish(self, round_id: str, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> str:
         last = self.positions[round_id]

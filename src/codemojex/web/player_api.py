@@ -172,16 +172,17 @@ async def submit_guess(
         submission = await guesses.submit(
             game, round_id, player_id, _with_locks(new.guess, overlay), job_id=job
         )
-    except (
-        InvalidInput,
-        NotFound,
-    ):  # definite refusals; after Unavailable the key must stay (effect unknown)
-        if stored:
-            await idempotency.forget_key(game, player_id, idempotency_key or "")
+    except (InvalidInput, NotFound):  # definite refusals; after Unavailable the claim stays (effect unknown)
+        if job is not None:
+            await idempotency.settle(
+                game, player_id, idempotency_key or "", job, None, stored=stored, definite=True
+            )
         raise
+    if job is not None:
+        await idempotency.settle(
+            game, player_id, idempotency_key or "", job, submission, stored=stored, guess=new.guess
+        )
     if submission.refusal is not None:
-        if stored and idempotency.forgettable(submission.refusal, new.guess):
-            await idempotency.forget_key(game, player_id, idempotency_key or "")
         extra = {"problem": submission.problem} if submission.problem else {}
         status = REFUSAL_STATUS[submission.refusal]
         code = (

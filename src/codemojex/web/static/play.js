@@ -310,7 +310,8 @@ function stopRound() {
 
 // The stream opens with a one-use ticket (POST /api/events/ticket), never the token in the URL. Any
 // error closes it (EventSource would retry with the spent ticket) and a new ticket is asked for later,
-// waiting longer after each failure (2 s up to 60 s) and polling meanwhile.
+// waiting longer after each failure (2 s up to 60 s) and polling meanwhile. A "revoked" event (the
+// stream's token was rotated or logged out) is followed by a new ticket only while our token works.
 let eventsDelay = 2000;
 let eventsGeneration = 0;
 
@@ -344,6 +345,22 @@ async function openEvents() {
     refreshBoard().catch(() => {});
   });
   source.addEventListener("closed", () => checkRound().catch(() => {}));
+  // The token the stream was opened with no longer names us (a logout elsewhere, a rotation): a new
+  // ticket only if our token still works (this page rotated it), else call() shows the join form (401).
+  source.addEventListener("revoked", () => {
+    if (state.events !== source) return;
+    source.close();
+    state.events = null;
+    setLive("polling");
+    call("GET", "/api/me").then(
+      () => {
+        if (generation === eventsGeneration && !state.events) openEvents();
+      },
+      (err) => {
+        if (!(err instanceof ApiError && err.status === 401)) retryEvents();
+      },
+    );
+  });
   source.addEventListener("error", () => {
     if (state.events !== source) return;
     source.close();
