@@ -59,6 +59,21 @@ def register_keys(game: Game, player_id: str, digest: str | None = None) -> list
     ]
 
 
+def holdings_keys(game: Game, player_id: str) -> list[str]:
+    """The keys that deleting ``player_id`` whole touches, in the order expire.lua and retire.lua declare
+    them: record, wallet, ledger, credits, the ``players`` and ``trial`` sets, the ``names`` hash."""
+    keys = game.keys
+    return [
+        keys.player(player_id),
+        keys.wallet(player_id),
+        keys.ledger(player_id),
+        keys.credits(player_id),
+        keys.players,
+        keys.trial,
+        keys.names,
+    ]
+
+
 def register_args(game: Game, player_id: str, display: str, digest: str = "") -> list[str | int]:
     """register.lua's ARGV for ``player_id`` named ``display`` (checked) and a token ``digest`` ('' for
     none), with the game's grant, token lifetime and trial time."""

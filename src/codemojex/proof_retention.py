@@ -41,6 +41,7 @@ from typing import Any
 from codemojex import rounds
 from codemojex.errors import InvalidOption, ScriptError
 from codemojex.game import Game, translate_errors
+from codemojex.players import holdings_keys
 from codemojex.proof import DEMO_SUFFIX, ROUND_GUESSES
 
 GRACE_S = 3600.0  # a closed demo round's keys are kept this long after its close
@@ -168,15 +169,7 @@ async def _retire(
                 playing = any(await pipe.execute())
     reply = await demo.run(
         "retire",
-        [
-            keys.player(player_id),
-            keys.wallet(player_id),
-            keys.ledger(player_id),
-            keys.credits(player_id),
-            keys.players,
-            keys.trial,
-            keys.names,
-        ],
+        holdings_keys(demo, player_id),
         [player_id, 0 if playing else listed_at, ledger_kept],
     )
     code = int(reply[0])

@@ -37,6 +37,7 @@ from codemojex import tokens
 from codemojex.errors import CodemojexError, ScriptError
 from codemojex.game import Game, translate_errors
 from codemojex.names import skeleton
+from codemojex.players import holdings_keys
 
 log = logging.getLogger("codemojex.trials")
 
@@ -57,16 +58,7 @@ def expire_call(
     """Keys and args of one expire.lua call."""
     keys = game.keys
     return (
-        [
-            keys.player(player_id),
-            keys.wallet(player_id),
-            keys.ledger(player_id),
-            keys.credits(player_id),
-            keys.players,
-            keys.trial,
-            keys.names,
-            keys.token(digest) if digest else keys.player(player_id),
-        ],
+        [*holdings_keys(game, player_id), keys.token(digest) if digest else keys.player(player_id)],
         [player_id, digest, name_skeleton],
     )
 

@@ -3,13 +3,15 @@ run`` has them: read from a redis.conf, the default user off; and the URL of eac
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
-from codemojex import access
+from codemojex import access, rounds
+from codemojex.game import Game
 from echomq.testing.server import RedisProcess
 
 
@@ -37,3 +39,15 @@ def acl(tmp_path, tag) -> Iterator[Acl]:
     server.server.start()
     yield server
     server.server.close()
+
+
+def admin_round(acl: Acl, keyboard: list[str]) -> tuple[str, list[str]]:
+    """A round opened as the admin (scripts loaded first, as serve does): its id and its secret."""
+
+    async def open_one() -> tuple[str, list[str]]:
+        async with Game.from_url(acl.url(access.ADMIN), acl.tag) as game:
+            await access.load_scripts(game.redis)
+            opened = await rounds.open_round(game, keyboard=keyboard)
+            return opened.id, list(await rounds.read_secret(game, opened.id))
+
+    return asyncio.run(open_one())

@@ -8,33 +8,22 @@ rights, so whatever ``KEYS`` and ``ARGV`` the host crafts, no script answers or 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 
 import pytest
 import redis
 
-from codemojex import access, rounds
-from codemojex.game import LIBRARY, Game
+from codemojex import access
+from codemojex.game import LIBRARY
 from codemojex.keys import GameKeys
 from echomq.scripts import ECHOMQ
-from tests.support.acl import Acl
+from tests.support.acl import admin_round
 from tests.support.web import FRUIT
 
 
-def _round(acl: Acl) -> tuple[str, list[str]]:
-    async def open_one() -> tuple[str, list[str]]:
-        async with Game.from_url(acl.url(access.ADMIN), acl.tag) as game:
-            await access.load_scripts(game.redis)
-            opened = await rounds.open_round(game, keyboard=FRUIT)
-            return opened.id, list(await rounds.read_secret(game, opened.id))
-
-    return asyncio.run(open_one())
-
-
 def test_no_cached_game_script_run_by_the_host_reveals_or_copies_a_secret(acl):
-    round_id, secret = _round(acl)
+    round_id, secret = admin_round(acl, FRUIT)
     keys = GameKeys(acl.tag)
     admin, host = acl.client(access.ADMIN), acl.client(access.HOST)
     said = json.dumps(secret, ensure_ascii=False)

@@ -19,20 +19,10 @@ from codemojex.errors import ScriptError
 from codemojex.game import Game
 from codemojex.keys import GameKeys
 from codemojex.web import HostConfig
-from tests.support.acl import Acl
+from tests.support.acl import Acl, admin_round
 from tests.support.web import FRUIT, OPERATOR, open_round, stop_worker, wait_until, worker_process
 
 SAY_SECRET = "return redis.call('GET', KEYS[1])"
-
-
-def _admin_round(acl: Acl) -> tuple[str, list[str]]:
-    async def open_one() -> tuple[str, list[str]]:
-        async with Game.from_url(acl.url(access.ADMIN), acl.tag) as game:
-            await access.load_scripts(game.redis)
-            opened = await rounds.open_round(game, keyboard=FRUIT)
-            return opened.id, list(await rounds.read_secret(game, opened.id))
-
-    return asyncio.run(open_one())
 
 
 REFUSALS = ("no permissions", "can't access", "unknown command", "DEBUG command not allowed")
@@ -50,7 +40,7 @@ def _refused(client: redis.Redis, *args: Any) -> str:
 
 
 def test_the_hosts_user_cannot_read_or_write_a_secret_by_any_command_or_script(acl):
-    round_id, secret = _admin_round(acl)
+    round_id, secret = admin_round(acl, FRUIT)
     keys = GameKeys(acl.tag)
     key = keys.secret(round_id)
     admin, host = acl.client(access.ADMIN), acl.client(access.HOST)
@@ -111,7 +101,7 @@ def test_the_hosts_user_cannot_read_or_write_a_secret_by_any_command_or_script(a
 
 
 def test_the_default_user_is_off_and_the_worker_may_read_secrets(acl):
-    round_id, secret = _admin_round(acl)
+    round_id, secret = admin_round(acl, FRUIT)
     anonymous = redis.Redis(port=acl.server.port)
     worker = acl.client(access.WORKER)
     try:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from codemojex import guesses, leaderboard, locks, players, rounds, trials, wallet
 from codemojex.emoji import graphemes
 from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
-from codemojex.game import translate_errors
+from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus
 from codemojex.web import idempotency, schemas, views
@@ -279,7 +279,11 @@ async def inspect_job(request: Request, job_id: str, owner: str | None) -> JobIn
 
 async def job_json(request: Request, info: JobInfo, *, operator: bool) -> dict[str, Any]:
     """Where the job is, its attempts token and its scored count (the claiming worker for the operator)."""
-    game = host_of(request).game
+    return await job_row(host_of(request).game, info, operator=operator)
+
+
+async def job_row(game: Game, info: JobInfo, *, operator: bool) -> dict[str, Any]:
+    """The job's view in ``game`` (the real one, or the proof's demo game): :func:`views.job_view`."""
     guess_id = guess_of(info.job)
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:

@@ -37,12 +37,13 @@ from pydantic import BaseModel, ConfigDict
 from codemojex import faults, guesses, proof, wallet
 from codemojex.errors import UnknownJob, UnknownPlayer
 from codemojex.game import Game, translate_errors
-from codemojex.keys import JOB, check_id, guess_of
+from codemojex.keys import JOB, check_id
 from codemojex.payload import decode_payload
 from codemojex.supervisor import WorkerStatus
 from codemojex.web import schemas, views
 from codemojex.web.auth import PlayerId, bearer, is_operator
 from codemojex.web.host import host_of
+from codemojex.web.player_api import job_row
 from codemojex.web.problems import REFUSAL_STATUS, Problem, answers
 from echomq import Claim, JobInfo, ids
 
@@ -161,15 +162,7 @@ async def _inspect(demo: Game, job_id: str, owner: str) -> JobInfo:
 async def job(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     """Where the caller's demo job is, its attempts token and its scored count."""
     demo = _demo(request)
-    info = await _inspect(demo, job_id, player_id)
-    guess_id = guess_of(info.job)
-    with translate_errors():
-        async with demo.redis.pipeline(transaction=False) as pipe:
-            pipe.exists(demo.keys.guess(guess_id))
-            pipe.time()
-            count, (seconds, micros) = await pipe.execute()
-    now = int(seconds) * 1000 + int(micros) // 1000
-    return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now)
+    return await job_row(demo, await _inspect(demo, job_id, player_id), operator=False)
 
 
 @router.post(
