@@ -94,7 +94,7 @@ def test_a_redis_pause_or_a_cut_link_shorter_than_the_lease_dead_letters_no_job(
         max_attempts=1,
         socket_timeout_s=0.5,
         fault_every_s=1.0,
-        lease_ms=3000,
+        lease_ms=5000,  # pauses of 0.75 s: far shorter, with room for a busy machine's late renewal
         fail_rate=0.0,
         quiet=False,
         seed=14,

@@ -19,7 +19,7 @@ from tests.support.web import OPERATOR, Served, open_round
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = 25  # per operation and caller: bounded, so the run stays well under a minute
+EXAMPLES = 15  # per operation and caller: bounded, so the run stays well under a minute
 CHECKS = [
     checks.not_a_server_error,
     checks.status_code_conformance,
