@@ -28,11 +28,11 @@ retry or by the job's redelivery) it finds the record, so nothing moves twice; w
 fence's view of the job as it now stands.
 
 ``score.lua`` is the job's finishing call, so the handler retries it as the worker retries its own
-``complete`` and ``fail`` (:data:`RETRY_S`: 0.1, 0.5, 2 s) when Redis could not be reached (a cut link,
-a Redis pause longer than the socket timeout), and so does the read of a round's rules; the worker's
-lease keeper renews the lease meanwhile. Without that, a blip of Redis shorter than the lease would spend
-the job's try (a failed handler), and with one try left dead-letter a guess whose score may even have
-landed (the fail is then refused as stale).
+``complete`` and ``fail`` (:data:`RETRY_S`: 0.1, 0.5, 2 s, then every 2 s while the lease holds) when
+Redis could not be reached (a cut link, a Redis pause longer than the socket timeout), and so does the
+read of a round's rules; the worker's lease keeper renews the lease meanwhile. Without that, a blip of
+Redis shorter than the lease would spend the job's try (a failed handler), and with one try left
+dead-letter a guess whose score may even have landed (the fail is then refused as stale).
 """
 
 from __future__ import annotations
@@ -174,17 +174,20 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
 
 
 async def _retried(job: Job, call: Callable[[], Awaitable[_T]]) -> _T:
-    """Await ``call()``, again after each :class:`Unavailable` (:data:`RETRY_S`), unless the lease was
-    revoked meanwhile (another run may own the job: the fence would refuse the call anyway)."""
-    for pause in RETRY_S:
+    """Await ``call()``, again after each :class:`Unavailable` (pauses :data:`RETRY_S`, then the last
+    one repeated) for as long as this run holds the lease: an outage shorter than the lease must not
+    spend the job's try. Once the lease is revoked the error is raised (another run may own the job: the
+    fence would refuse the call anyway); an outage past the lease ends the same way when Redis answers."""
+    pauses = iter(RETRY_S)
+    while True:
         try:
             return await call()
         except Unavailable as exc:
             if job.revoked.is_set():
                 raise
+            pause = next(pauses, RETRY_S[-1])
             log.info("redis unavailable job=%s retry_in_s=%s error=%s", job.id, pause, exc)
         await asyncio.sleep(pause)
-    return await call()
 
 
 class ScoreWorker:

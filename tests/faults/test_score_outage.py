@@ -88,6 +88,20 @@ async def test_a_score_call_across_a_cut_link_completes_the_job(server, probe, m
             await scored_once(game, probe, job, round_id)
 
 
+async def test_a_score_call_across_a_cut_longer_than_the_retry_pauses_completes_the_job(server, probe):
+    """The link is cut for 4 s, longer than the first retry pauses add up to (2.6 s) but shorter than
+    the lease: the call is retried until the link is back, and the job's one try is not spent."""
+    with Proxy(server.port) as proxy:
+        url = f"{proxy.url}?socket_timeout={SOCKET_TIMEOUT_S}"
+        async with Game.from_url(url, "outage", GameSettings(max_attempts=1)) as game:
+            job, round_id, rules = await claimed_guess(game)
+            proxy.cut("reset")
+            after(4.0, proxy.restore)
+
+            assert await handle(game, job, rules) is Finish.DONE
+            await scored_once(game, probe, job, round_id)
+
+
 async def test_a_revoked_claim_is_not_retried(server, direct, probe):
     """A claim whose lease was reaped meanwhile gets the error at once: another run may own its job."""
     job, _, rules = await claimed_guess(direct)
