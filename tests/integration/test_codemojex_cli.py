@@ -27,8 +27,10 @@ from tests.support.workers import ROOT
 
 KEYBOARD = "🍎🍌🍇🍓🍒🍑🥝🍋"
 KEYS = ["🍎", "🍌", "🍇", "🍓", "🍒", "🍑", "🥝", "🍋"]
-SOME_ROUND = ids.mint("RND")  # well-formed, never opened
-SOME_PLAYER = ids.mint("PLR")  # well-formed, never registered
+# Well-formed, never opened / never registered; fixed (not minted) so that every pytest-xdist worker
+# collects the same parametrized test ids.
+SOME_ROUND = "RND00T4DG8QRD7KCENZJ2KN506"
+SOME_PLAYER = "PLR00T4DG8QRD7KCENZJ2KN507"
 
 
 def _env(url: str) -> dict[str, str]:

@@ -69,6 +69,19 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def _share(low: int, high: int) -> tuple[int, int]:
+    """This test process's share of ``low..high``: under pytest-xdist (``PYTEST_XDIST_WORKER=gwN`` of
+    ``PYTEST_XDIST_WORKER_COUNT``) each worker draws from its own slice, so two workers never pick the
+    same port in the moment between the check and the server's bind; otherwise all of it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count <= 1:
+        return low, high
+    index = int(worker[2:]) % count
+    width = (high - low + 1) // count
+    return low + index * width, low + (index + 1) * width - 1
+
+
 def free_port(*, highest: int = 65535) -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (never 6379: the OS picks ephemeral ports).
 
@@ -80,8 +93,9 @@ def free_port(*, highest: int = 65535) -> int:
             sock.bind(("127.0.0.1", 0))
             port: int = sock.getsockname()[1]
             return port
+    low, high = _share(20000, highest)
     for _ in range(200):
-        candidate = random.randint(20000, highest)
+        candidate = random.randint(low, high)
         if _bindable(candidate) and _bindable(candidate + 10000):
             return candidate
     raise ServerError(f"no free port pair under {highest}")
@@ -165,6 +179,7 @@ class RedisProcess:
                     raise ServerError(f"redis-server exited with {self.process.returncode}: {tail}")
                 try:
                     if client.ping():
+                        self._check_ours(client)
                         return self
                 except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
                     pass  # still starting, or still loading the AOF
@@ -174,6 +189,15 @@ class RedisProcess:
                 time.sleep(0.02)
         finally:
             client.close()
+
+    def _check_ours(self, client: redis.Redis) -> None:
+        """The server answering on our port is the one we started (not another process's that holds the
+        port while ours fails to bind it): never talk to a server the tests did not start."""
+        assert self.process is not None
+        pid = int(client.info("server")["process_id"])
+        if pid != self.process.pid:
+            self.kill()
+            raise ServerError(f"port {self.port} is held by another redis-server (pid {pid})")
 
     def kill(self) -> None:
         """SIGKILL the server (no shutdown, no final fsync) and reap it."""
