@@ -21,6 +21,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from codemojex.engine import Mark
+from codemojex.payload import encode_payload
+from echomq import Bus
 from tests.browser.conftest import CONSOLE, REQUIRE_ENV, TIMEOUT_MS, VIEWPORT, Console
 from tests.browser.test_play import guess_with_every_mark, join_as, key_button
 from tests.support.web import OPERATOR, demo_round, open_round, secret_of
@@ -29,6 +31,7 @@ pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 PHONE = {"width": 375, "height": 740}
+DEAD_JOB = "JOB00T4D00000000000000DEAD"
 # What the audit fails on: axe's two worst impacts, and the rules the issue named whatever their impact
 # (a page without an h1 is "moderate", an empty table header "minor"). Others are printed, not failed.
 FAILING = ("serious", "critical")
@@ -218,11 +221,23 @@ def test_at_phone_width_the_leaderboard_shows_every_column(
     screenshot("a11y-play-phone")
 
 
-def test_every_scrolling_region_can_be_reached_from_the_keyboard(served, operator, page, screenshot):
-    open_round(operator)
+def test_every_scrolling_region_can_be_reached_from_the_keyboard(
+    served, operator, join, redis_server, tag, run_in_thread, page, screenshot
+):
+    the_round = open_round(operator)
+    player_id, _ = join("Bo")
+
+    async def dead_letter() -> None:  # a row wide enough to scroll sideways at 375 px
+        async with Bus.from_url(redis_server.url, tag) as bus:
+            payload = encode_payload(the_round["round_id"], player_id, ["🍎"] * 6)
+            await bus.enqueue(DEAD_JOB, lane=player_id, payload=payload)
+            [claim] = await bus.claim(1)
+            await bus.fail(claim, "boom: the handler gave up on this guess for good", retryable=False)
+
+    run_in_thread(dead_letter())
     join_as(page, "Ada")
     page.goto(f"/dashboard#operator={OPERATOR}")
-    expect(page.get_by_test_id("round-keyboard")).not_to_be_empty()
+    expect(page.get_by_test_id("dead-row")).to_have_count(1)
     page.set_viewport_size(PHONE)
     for path in ("/", "/dashboard", "/proof"):
         page.goto(path)
@@ -237,3 +252,21 @@ def test_every_scrolling_region_can_be_reached_from_the_keyboard(served, operato
                 re.compile(r"\S")
             )
         screenshot(f"a11y-phone-{path.strip('/') or 'play'}")
+
+    page.goto("/dashboard")
+    dead = page.get_by_test_id("dead").locator("xpath=..")
+    expect(page.get_by_test_id("dead-row")).to_have_count(1)
+    assert dead.evaluate("(n) => n.scrollWidth > n.clientWidth"), "the dead letters scroll sideways at 375 px"
+    dead.focus()
+    retry = dead.get_by_test_id("dead-retry")
+    for _ in range(40):  # the arrow keys scroll the focused region (40 px a press)
+        if retry.evaluate(
+            "(b) => b.getBoundingClientRect().right <= b.closest('.table-wrap').getBoundingClientRect().right"
+        ):
+            break
+        page.keyboard.press("ArrowRight")
+    assert dead.evaluate("(n) => n.scrollLeft") > 0, "the arrow keys scrolled the focused region"
+    retry_box, frame = retry.bounding_box(), dead.bounding_box()
+    assert retry_box, "the retry button is laid out"
+    assert frame, "the dead letters are laid out"
+    assert retry_box["x"] + retry_box["width"] <= frame["x"] + frame["width"] + 1, "scrolled into view"
