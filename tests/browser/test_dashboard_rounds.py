@@ -92,7 +92,7 @@ def test_a_new_round_takes_the_apis_options(served, operator, page, screenshot):
         ("size", "99", "size"),  # the server's InvalidOption text
         ("duration_s", "0", "duration_s is a number of seconds"),
         ("max_guesses", "2.5", "max_guesses"),  # a malformed body: the field's own message
-        ("prices", "3 pebbles, 3 pebbles", "each currency once"),
+        ("prices", "3 ticket, 3 ticket", "each currency once"),
     ],
 )
 def test_a_refused_option_shows_the_servers_reason_and_opens_nothing(

@@ -36,16 +36,18 @@ def test_the_board_is_played_from_the_keyboard_alone(served, operator, score_wor
     join_as(page, "Ada")
     expect(page.get_by_test_id("key")).to_have_count(len(keyboard))
 
-    # Focus order: the six slots (no lock toggles before a proven hit), every key, Submit, Clear.
+    # Focus order: the six slots (no lock toggles before a proven hit), every key, then Clear (Submit is
+    # disabled while nothing is typed, so Tab passes it by). Other controls may sit between them.
     slot(page, 0).focus()
     order = [focused(page)]
-    for _ in range(5 + len(keyboard) + 1):
+    while order[-1] != "clear" and len(order) < 60:
         page.keyboard.press("Tab")
         order.append(focused(page))
-    assert order == [
+    ours = [name for name in order if name.split(":")[0] in ("slot", "key", "submit", "clear")]
+    assert ours == [
         *(f"slot:{i}" for i in range(6)),
         *(f"key:{key}" for key in keyboard),
-        "clear",  # Submit is disabled (nothing typed), so Tab passes it by
+        "clear",
     ], order
 
     # Enter on a focused key types it (it does not submit), and the focus stays on the key.
