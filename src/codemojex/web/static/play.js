@@ -781,7 +781,7 @@ function afterRefusal(err) {
 // Guesses and leaderboard
 
 function guessRow(g) {
-  const keys = el("span", { class: "guess-keys", "aria-label": "guess" }, (g.guess || []).map((k) => el("span", {}, k)));
+  const keys = el("span", { class: "guess-keys", role: "group", "aria-label": "guess" }, (g.guess || []).map((k) => el("span", {}, k)));
   const cells = el("span", { class: "cells" }, keys);
   if (g.feedback) cells.append(renderMarks(g.feedback.marks));
   const stateText = g.state === "scored" && g.feedback
@@ -819,7 +819,8 @@ function boardRow(entry) {
     el("td", { class: "num", title: `best guess: ${entry.hits} hits`, dataset: { testid: "board-hits" } }, entry.hits),
     el("td", { class: "num", title: `best guess: ${entry.nears} nears`, dataset: { testid: "board-nears" } }, entry.nears),
     el("td", { class: "num", dataset: { testid: "board-attempts" } }, entry.attempts),
-    el("td", { class: "center", dataset: { testid: "board-solved" } }, entry.solved ? "✅" : ""));
+    el("td", { class: "center", dataset: { testid: "board-solved" } },
+      entry.solved ? el("span", { role: "img", "aria-label": "solved" }, "✅") : ""));
 }
 
 function renderBoard(entries) {
