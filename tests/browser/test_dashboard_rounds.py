@@ -141,3 +141,9 @@ def test_every_open_round_is_listed_and_each_can_be_closed(served, operator, pag
     assert status_of(operator, old) == "closed"
     assert status_of(operator, new) == "open", "closing one round leaves the others open"
     assert status_of(operator, later) == "scheduled"
+
+    scheduled = page.locator(f'[data-testid="open-round-row"][data-round="{later}"]')
+    scheduled.get_by_test_id("round-close").click()
+    page.get_by_test_id("confirm-yes").click()
+    expect(rows, "a scheduled round can be closed before it opens").to_have_count(1)
+    assert status_of(operator, later) == "closed"
