@@ -24,7 +24,7 @@ from codemojex.engine import Mark
 from codemojex.payload import encode_payload
 from echomq import Bus
 from tests.browser.conftest import CONSOLE, REQUIRE_ENV, TIMEOUT_MS, VIEWPORT, Console
-from tests.browser.test_play import guess_with_every_mark, join_as, key_button
+from tests.browser.test_play import SYMBOL, guess_with_every_mark, join_as, key_button
 from tests.support.web import OPERATOR, demo_round, open_round, secret_of
 
 pytestmark = pytest.mark.browser
@@ -36,8 +36,6 @@ DEAD_JOB = "JOB00T4D00000000000000DEAD"
 # (a page without an h1 is "moderate", an empty table header "minor"). Others are printed, not failed.
 FAILING = ("serious", "critical")
 NAMED_RULES = ("page-has-heading-one", "empty-table-header", "scrollable-region-focusable", "label")
-# The mark of each kind: a symbol of its own, so hit, near and miss differ in shape, not only in colour.
-SYMBOL = {Mark.HIT: "✓", Mark.NEAR: "↔", Mark.MISS: "✕"}
 
 
 @pytest.fixture
@@ -102,7 +100,7 @@ def play_one_guess(page: Page, secret: list[str], keyboard: list[str]) -> None:
 
 
 def test_axe_finds_nothing_serious_on_any_page(
-    served, operator, sync_redis, tag, redis_server, run_in_thread, score_worker, join, page, screenshot
+    served, operator, sync_redis, tag, redis_server, run_in_thread, score_worker, join, page
 ):
     the_round = open_round(operator)
     secret = secret_of(sync_redis, tag, the_round["round_id"])
