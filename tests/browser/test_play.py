@@ -15,7 +15,7 @@ from tests.support.web import open_round, secret_of
 
 pytestmark = pytest.mark.browser
 
-SYMBOL = {Mark.HIT: "🟩", Mark.NEAR: "🟨", Mark.MISS: "⬜"}
+SYMBOL = {Mark.HIT: "✓", Mark.NEAR: "↔", Mark.MISS: "✕"}  # a symbol per kind, not only a colour
 
 
 def guess_with_every_mark(secret, keyboard, *, seed, keep=None):

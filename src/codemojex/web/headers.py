@@ -127,6 +127,6 @@ def add_docs(app: FastAPI) -> None:
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
         )
-        html = bytes(page.body).decode()
+        html = bytes(page.body).decode().replace("<html>", '<html lang="en">', 1)  # for screen readers
         headers = {"Content-Security-Policy": docs_policy(html), "Cache-Control": "no-cache"}
         return HTMLResponse(html, headers=headers)

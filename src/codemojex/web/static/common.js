@@ -4,7 +4,7 @@
 // - the player session in localStorage (cmx.token, cmx.player_id, cmx.name, cmx.token_expires_ms,
 //   cmx.token_life_ms) and join(), renewToken() (rotate a token past half its life) and logout();
 // - small DOM builders (el, clear) so server text only ever lands in textContent;
-// - feedback marks (hit / near / miss → 🟩 / 🟨 / ⬜), friendly error texts, time formatting.
+// - feedback marks (hit / near / miss → ✓ / ↔ / ✕ on green / yellow / grey), friendly error texts, time formatting.
 
 /** An error answered by the API (or a network failure, status 0, code "network"). */
 export class ApiError extends Error {
@@ -245,17 +245,20 @@ export function showMessage(node, text, kind = "info") {
 // ---------------------------------------------------------------------------------------------
 // Feedback marks
 
+// Each mark has a symbol of its own as well as a colour, so hit, near and miss differ in shape for a
+// reader who cannot tell the colours apart (or prints in grayscale), and a name read out in words.
 export const MARKS = {
-  hit: { symbol: "🟩", title: "hit: the right emoji in the right place" },
-  near: { symbol: "🟨", title: "near: in the code, but elsewhere" },
-  miss: { symbol: "⬜", title: "miss: not (or no more) in the code" },
+  hit: { symbol: "✓", title: "hit: the right emoji in the right place" },
+  near: { symbol: "↔", title: "near: in the code, but elsewhere" },
+  miss: { symbol: "✕", title: "miss: not (or no more) in the code" },
 };
 
-/** One feedback cell: <span data-testid="mark" class="mark hit" title="...">🟩</span>. */
+/** One feedback cell: <span data-testid="mark" class="mark hit" role="img" aria-label="position 1: hit">✓</span>. */
 export function markCell(mark, position) {
   const known = MARKS[mark] ? mark : "miss";
   return el("span", {
     class: `mark ${known}`,
+    role: "img",
     title: `position ${position + 1} ${MARKS[known].title}`,
     "aria-label": `position ${position + 1}: ${known}`,
     dataset: { testid: "mark", mark: known, position },
@@ -264,7 +267,7 @@ export function markCell(mark, position) {
 
 /** The feedback row of a scored guess: one mark cell per position. */
 export function renderMarks(marks) {
-  return el("span", { class: "marks" }, (marks || []).map((mark, i) => markCell(mark, i)));
+  return el("span", { class: "marks", role: "group", "aria-label": "feedback" }, (marks || []).map((mark, i) => markCell(mark, i)));
 }
 
 /** "🟩×3 🟨×1" for hits / nears counts. */

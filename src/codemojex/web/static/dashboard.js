@@ -3,12 +3,14 @@
 // The operator token comes from the URL fragment (#operator=<token>, kept in sessionStorage and then
 // removed from the address bar) or from the form; a 401/403 shows the form again. Every 2 s it reads the
 // queue's stats (jobs per state, counters, lanes), the active leases, the dead letters (each can be
-// retried) and the throughput (an inline SVG chart), and the current round, which it can open and close.
+// retried) and the throughput (an inline SVG chart), and the rounds (dashboard_rounds.js): the current one,
+// every open one, a form to open a new one with options, and a confirmed close for each.
 
 import {
   api, ApiError, el, clear, setText, byTestId, showMessage, friendlyError,
   formatClock, formatDuration, formatRelative, shortId, every,
 } from "/static/common.js";
+import { roundControl } from "/static/dashboard_rounds.js";
 
 const TOKEN_KEY = "cmx.operator";
 const STATES = ["queued", "delayed", "active", "done", "dead"];
@@ -23,12 +25,6 @@ const ui = {
   dashboard: byTestId("dashboard"),
   updated: byTestId("updated"),
   forget: byTestId("operator-forget"),
-  roundId: byTestId("round-id"),
-  roundStatus: byTestId("round-status"),
-  roundTimer: byTestId("round-timer"),
-  roundKeyboard: byTestId("round-keyboard"),
-  openRound: byTestId("open-round"),
-  closeRound: byTestId("close-round"),
   deadDepth: document.getElementById("dead-depth"),
   chart: byTestId("throughput"),
   rate: byTestId("throughput-rate"),
@@ -40,7 +36,7 @@ const ui = {
   counters: byTestId("counters").querySelector("tbody"),
 };
 
-const state = { token: null, round: null, serverMs: null, timer: null, busy: false, failing: false };
+const state = { token: null, serverMs: null, timer: null, failing: false };
 
 // ---------------------------------------------------------------------------------------------
 // The operator token
@@ -147,93 +143,8 @@ async function refreshAll() {
   renderLeases(leases);
   renderDead(dead.dead || [], (stats.depth || {}).dead);
   renderChart(throughput, stats.server_ms || leases.server_ms || Date.now());
-  await refreshRound();
+  await rounds.refresh();
   setText(ui.updated, formatClock(Date.now()));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Round control
-
-/** The round to show: the current open one, else the newest (read by id: the list omits secrets).
- * Round reads never reset the operator token. */
-async function refreshRound() {
-  try {
-    state.round = await api("GET", "/api/rounds/current", { token: state.token });
-  } catch (err) {
-    if (!(err instanceof ApiError) || err.code !== "no_open_round") return renderRoundError(err);
-    try {
-      state.round = await newestRound();
-    } catch (inner) {
-      return renderRoundError(inner);
-    }
-  }
-  renderRound();
-  return null;
-}
-
-async function newestRound() {
-  const list = await api("GET", "/api/rounds?limit=1", { token: state.token });
-  const newest = (list.rounds || [])[0];
-  if (!newest) return null;
-  return api("GET", `/api/rounds/${encodeURIComponent(newest.round_id)}`, { token: state.token });
-}
-
-function renderRoundError(err) {
-  setText(ui.roundTimer, `round unavailable: ${friendlyError(err)}`);
-}
-
-function renderRound() {
-  const round = state.round;
-  setText(ui.roundId, round ? round.round_id : "no round yet");
-  setText(ui.roundStatus, round ? round.status : "none");
-  ui.roundStatus.dataset.state = round ? round.status : "none";
-  setText(ui.roundKeyboard, round ? (round.keyboard || []).join(" ") : "");
-  ui.closeRound.disabled = state.busy || !round || round.status !== "open";
-  ui.openRound.disabled = state.busy;
-  setText(ui.roundTimer, round ? roundTiming(round) : "");
-}
-
-function roundTiming(round) {
-  const now = round.server_ms || Date.now();
-  const parts = [];
-  if (round.status === "open" && round.closes_ms) parts.push(`closes ${formatRelative(round.closes_ms, now)}`);
-  if (round.status !== "open" && round.closed_ms) parts.push(`closed at ${formatClock(round.closed_ms)}`);
-  if (round.secret) parts.push(`secret ${Array.isArray(round.secret) ? round.secret.join("") : round.secret}`);
-  const prices = (round.prices || []).map((p) => `${p.amount} ${p.currency}${p.amount === 1 ? "" : "s"}`).join(" or ");
-  if (prices) parts.push(`price ${prices}`);
-  return parts.join(" · ");
-}
-
-async function roundAction(fn) {
-  if (state.busy) return;
-  state.busy = true;
-  renderRound();
-  try {
-    await fn();
-  } catch (err) {
-    showMessage(ui.message, friendlyError(err), "error");
-  } finally {
-    state.busy = false;
-    renderRound();
-    state.timer && state.timer.now();
-  }
-}
-
-function onOpenRound() {
-  roundAction(async () => {
-    const round = await call("POST", "/api/operator/rounds", { body: {} });
-    state.round = round;
-    showMessage(ui.message, `Opened round ${round.round_id}.`, "ok");
-  });
-}
-
-function onCloseRound() {
-  const round = state.round;
-  if (!round) return;
-  roundAction(async () => {
-    const result = await call("POST", `/api/operator/rounds/${encodeURIComponent(round.round_id)}/close`);
-    showMessage(ui.message, `Closed round ${result.round_id} at ${formatClock(result.closed_ms)}.`, "ok");
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -406,11 +317,16 @@ function renderRate(samples, intervalS) {
 // ---------------------------------------------------------------------------------------------
 // Boot
 
+const rounds = roundControl({
+  call,
+  token: () => state.token,
+  refreshSoon: () => state.timer && state.timer.now(),
+  message: ui.message,
+});
+
 function boot() {
   ui.formEl.addEventListener("submit", onSave);
   ui.forget.addEventListener("click", () => showForm(""));
-  ui.openRound.addEventListener("click", onOpenRound);
-  ui.closeRound.addEventListener("click", onCloseRound);
   ui.dead.addEventListener("click", onDeadClick);
   window.addEventListener("resize", () => state.lastChart && renderChart(...state.lastChart));
   window.addEventListener("hashchange", () => {

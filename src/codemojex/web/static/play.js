@@ -532,7 +532,7 @@ function canType() {
 function pickKey(key) {
   if (!canType()) return;
   if (state.cursor >= LENGTH) {
-    showMessage(ui.message, "All six are filled: press Enter or Submit (Backspace to change).", "info");
+    showMessage(ui.message, "All six are filled: press Ctrl+Enter or Submit (Backspace to change).", "info");
     return;
   }
   state.slots[state.cursor] = key;
@@ -581,10 +581,22 @@ function onKeyClick(event) {
   if (key) pickKey(key.dataset.key);
 }
 
+// Enter submits while no control has the focus; on a focused control (an on-screen key, a slot, a
+// button: reached with Tab) Enter and Space do what that control does, so a key types itself. Ctrl+Enter
+// (or ⌘+Enter) submits wherever the focus is. A mouse click on a key or slot leaves the focus where it
+// was (onBoardMousedown), so Enter after clicking six keys still submits.
 function onKeydown(event) {
-  if (ui.game.hidden || !state.round || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (ui.game.hidden || !state.round) return;
   const tag = event.target && event.target.tagName;
   if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.altKey) {
+    event.preventDefault();
+    submit();
+    return;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const onControl = event.target instanceof Element && event.target.closest("button, a[href], [tabindex]");
+  if ((event.key === "Enter" || event.key === " ") && onControl) return;
   const actions = {
     Backspace: backspace,
     Delete: deleteHere,
@@ -641,10 +653,21 @@ function lockToggle(i, locked) {
   }, locked ? "🔒" : "🔓", el("span", { class: "wide-only" }, locked ? " unlock" : " lock"));
 }
 
+/** Redraw the slots; a slot or lock toggle that had the focus (reached with Tab) keeps it. */
 function renderSlots() {
+  const focused = ui.slots.contains(document.activeElement) ? document.activeElement.dataset : null;
   clear(ui.slots);
   for (let i = 0; i < LENGTH; i += 1) ui.slots.append(slotColumn(i));
   renderInputEnabled();
+  if (focused && focused.testid) {
+    const again = ui.slots.querySelector(`[data-testid="${focused.testid}"][data-position="${focused.position}"]`);
+    if (again && !again.disabled) again.focus();
+  }
+}
+
+/** A mouse press on a key or slot does not take the focus (Enter then still submits); Tab does. */
+function onBoardMousedown(event) {
+  if (event.target instanceof Element && event.target.closest('[data-testid="key"], [data-testid="slot"]')) event.preventDefault();
 }
 
 function renderInputEnabled() {
@@ -715,6 +738,7 @@ async function submit() {
     return;
   }
   const key = idempotencyKeyFor(guess);
+  const focused = document.activeElement; // the keys are disabled while submitting: give the focus back after
   state.submitting = true;
   renderInputEnabled();
   try {
@@ -734,6 +758,8 @@ async function submit() {
   } finally {
     state.submitting = false;
     renderInputEnabled();
+    const lost = !document.activeElement || document.activeElement === document.body;
+    if (lost && focused && focused !== document.body && focused.isConnected && !focused.disabled) focused.focus();
   }
 }
 
@@ -755,7 +781,7 @@ function afterRefusal(err) {
 // Guesses and leaderboard
 
 function guessRow(g) {
-  const keys = el("span", { class: "guess-keys", "aria-label": "guess" }, (g.guess || []).map((k) => el("span", {}, k)));
+  const keys = el("span", { class: "guess-keys", role: "group", "aria-label": "guess" }, (g.guess || []).map((k) => el("span", {}, k)));
   const cells = el("span", { class: "cells" }, keys);
   if (g.feedback) cells.append(renderMarks(g.feedback.marks));
   const stateText = g.state === "scored" && g.feedback
@@ -793,7 +819,8 @@ function boardRow(entry) {
     el("td", { class: "num", title: `best guess: ${entry.hits} hits`, dataset: { testid: "board-hits" } }, entry.hits),
     el("td", { class: "num", title: `best guess: ${entry.nears} nears`, dataset: { testid: "board-nears" } }, entry.nears),
     el("td", { class: "num", dataset: { testid: "board-attempts" } }, entry.attempts),
-    el("td", { class: "center", dataset: { testid: "board-solved" } }, entry.solved ? "✅" : ""));
+    el("td", { class: "center", dataset: { testid: "board-solved" } },
+      entry.solved ? el("span", { role: "img", "aria-label": "solved" }, "✅") : ""));
 }
 
 function renderBoard(entries) {
@@ -812,6 +839,8 @@ function boot() {
   ui.form.addEventListener("submit", onJoin);
   ui.leave.addEventListener("click", onLeave);
   ui.keyboard.addEventListener("click", onKeyClick);
+  ui.keyboard.addEventListener("mousedown", onBoardMousedown);
+  ui.slots.addEventListener("mousedown", onBoardMousedown);
   ui.slots.addEventListener("click", (event) => {
     if (event.target.closest('[data-testid="lock-toggle"]')) onLockToggle(event);
     else onSlotClick(event);
