@@ -193,6 +193,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="default $CODEMOJEX_OPERATOR_TOKEN, else one kept in the data folder",
     )
 
+    lifecycle = serve.add_argument_group("rounds", "the round schedule and retention (README: Rounds)")
+    lifecycle.add_argument(
+        "--round-duration", type=seconds, default=300.0, metavar="S", help="a scheduled round's length"
+    )
+    lifecycle.add_argument(
+        "--round-gap", type=seconds, default=10.0, metavar="S", help="from a close to the next round"
+    )
+    lifecycle.add_argument(
+        "--no-schedule",
+        dest="schedule",
+        action="store_false",
+        help="open no round on a clock (serve opens one without a time limit if none is open)",
+    )
+    lifecycle.add_argument(
+        "--retention",
+        type=seconds,
+        default=7 * 24 * 3600.0,
+        metavar="S",
+        help="a closed round's guesses are kept this long (default 7 days); its summary for good",
+    )
+
     limits = serve.add_argument_group("limits", "admission control (README: Limits)")
     limits.add_argument(
         "--trusted-proxy",
