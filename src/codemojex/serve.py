@@ -197,8 +197,9 @@ async def serve(options: ServeOptions) -> int:
             proof_line = "off" if runner is None else f"{base}/proof (demo bus {runner.tag})"
             if runner is not None:
                 proof_line += ", crash button on" if options.proof_crash else ", crash button off"
+            playing = f"round {the_round.id}" if the_round else "the next round opens soon"
             _say(
-                f"Codemojex is up ({f'round {the_round.id}' if the_round else 'the next round opens soon'}).\n"
+                f"Codemojex is up ({playing}).\n"
                 f"  play:      {base}/\n"
                 f"  proof:     {proof_line}\n"
                 f"  dashboard: {base}/dashboard#operator={token}\n"

@@ -234,7 +234,7 @@ def test_the_rounds_lifecycle_runs_on_the_workers_user_and_the_host_reads_what_i
             await access.load_scripts(worker.redis)
             settings = schedule.RoundSettings(on=True, duration_s=600, retention_s=0)
             await schedule.write_settings(worker, settings)
-            with pytest.raises(ScriptError, match="no permissions|can't access"):
+            with pytest.raises(ScriptError, match=r"no permissions|can't access"):
                 await schedule.step(host, settings)  # it would write a secret
             assert await rounds.list_rounds(host) == []
             opened = await schedule.step(worker, settings)
