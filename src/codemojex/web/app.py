@@ -57,7 +57,12 @@ TEMPLATES = Jinja2Templates(
         keep_trailing_newline=True,  # a page ends with its newline, as its file does
     )
 )
-PAGES = {"/": "play.html", "/proof": "proof.html", "/dashboard": "dashboard.html"}  # each extends base.html
+PAGES = {
+    "/": "play.html",
+    "/history": "history.html",
+    "/proof": "proof.html",
+    "/dashboard": "dashboard.html",
+}  # each extends base.html
 
 
 def create_app(config: HostConfig) -> FastAPI:
