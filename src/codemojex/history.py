@@ -113,6 +113,19 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
     raise ScriptError(f"conclude_round.lua answered {reply!r}")
 
 
+async def pending_guesses(game: Game, round_id: str) -> int:
+    """Guesses of the round admitted and not scored (nor refunded) yet, as ``conclude_round.lua``
+    counts them (0 or less: none)."""
+    keys = game.keys
+    with translate_errors():
+        async with game.redis.pipeline(transaction=False) as pipe:
+            pipe.hlen(keys.charges(round_id))
+            pipe.zcard(keys.scored(round_id))
+            pipe.hlen(keys.refunds(round_id))
+            charged, scored, refunded = await pipe.execute()
+    return int(charged) - int(scored) - int(refunded)
+
+
 async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:
     """Conclude every closed round among the ``limit`` newest not concluded yet; the ids concluded now."""
     now = await rounds.server_ms(game)

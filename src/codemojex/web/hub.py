@@ -17,8 +17,8 @@ The close: the score worker concludes a closed round once (:mod:`codemojex.histo
 ``closed`` entry with the round's summary to its stream; the hub sends it to everyone watching the round
 as a ``closed`` event (the secret, the winners: the top of the final board, the counts) and their streams
 end. Every few seconds the hub also checks the rounds it follows: a closed one whose entry it missed gets
-the same event from the summary, and one closed longer than the conclusion's grace without a summary (no
-worker running) a bare ``closed``.
+the same event from the summary, and one closed :data:`CLOSE_WAIT_MS` ago without a summary (no worker
+running; plus the conclusion's grace while guesses are queued) a bare ``closed``.
 
 Revocation: each subscriber keeps the SHA-256 of the token its stream was opened with (the ticket's
 asking token, or the bearer token). At the same check (:attr:`~codemojex.web.admission.Limits.
@@ -49,7 +49,7 @@ log = logging.getLogger("codemojex.web.hub")
 BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round joins the read within it
 QUEUE_SIZE = 256
 BOARD_SHOWN = 20
-CLOSE_WAIT_MS = 5000  # beyond the conclusion's grace, before a closed round's streams end without it
+CLOSE_WAIT_MS = 5000  # after a close (and the conclusion's grace, with guesses queued), streams end anyway
 
 Event = tuple[str, dict[str, Any]]
 
@@ -215,9 +215,13 @@ class Hub:
             if summary is not None:
                 self._announce(round_id, closed_event(summary))
                 continue
-            ended = the_round and (the_round.closed_ms or the_round.closes_ms)
-            if ended and now < ended + history.SETTLE_GRACE_MS + CLOSE_WAIT_MS:
-                continue  # the worker concludes it soon: its closed entry comes on the stream
+            ended = the_round.closed_ms or the_round.closes_ms if the_round else None
+            if ended is not None:
+                waits = CLOSE_WAIT_MS
+                if await history.pending_guesses(self.game, round_id) > 0:
+                    waits += history.SETTLE_GRACE_MS  # the worker waits for them before concluding
+                if now < ended + waits:
+                    continue  # the worker concludes it soon: its closed entry comes on the stream
             for subscriber in list(self.rounds.get(round_id, ())):
                 subscriber.end(("closed", {"round_id": round_id}))
 
