@@ -74,7 +74,7 @@ def test_a_round_ends_on_its_clock_the_winner_is_announced_and_the_next_opens(
     expect(page.get_by_test_id("round-closed")).to_be_hidden()
 
 
-def test_the_player_switches_between_two_open_rounds(served, operator, score_worker, page):
+def test_the_player_switches_between_two_open_rounds(served, operator, score_worker, page, screenshot):
     older = open_round(operator)["round_id"]
     newer = open_round(operator)["round_id"]
     join_as(page, "Ada")
@@ -95,6 +95,10 @@ def test_the_player_switches_between_two_open_rounds(served, operator, score_wor
     page.reload()
     expect(page.get_by_test_id("round-id"), "a reload comes back to the round picked").to_have_text(older)
     expect(page.get_by_test_id("guess-row")).to_have_count(1)
+    screenshot("rounds-lobby-desktop")
+    page.set_viewport_size(PHONE)
+    expect(page.locator(f'[data-testid="lobby-round"][data-round="{newer}"]')).to_be_in_viewport()
+    screenshot("rounds-lobby-phone")
 
 
 def test_the_history_page_shows_the_code_the_board_and_my_guesses_only(
