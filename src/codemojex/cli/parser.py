@@ -109,6 +109,19 @@ def build_parser() -> argparse.ArgumentParser:
     round_show.add_argument("round", nargs="?", type=id_type(ROUND), default=None, metavar="ROUND")
     round_list = leaf(round_group, "list", commands.round_list, "the latest rounds, newest first")
     round_list.add_argument("--limit", type=count(1), default=20, metavar="N")
+    round_schedule = leaf(
+        round_group, "schedule", commands.round_schedule, "show or change the round schedule and retention"
+    )
+    switch = round_schedule.add_mutually_exclusive_group()
+    switch.add_argument("--on", dest="on", action="store_true", default=None, help="keep rounds going")
+    switch.add_argument("--off", dest="on", action="store_false", help="open no more rounds on a clock")
+    round_schedule.add_argument(
+        "--duration", type=seconds, default=None, metavar="S", help="a round's length"
+    )
+    round_schedule.add_argument("--gap", type=seconds, default=None, metavar="S", help="close to next open")
+    round_schedule.add_argument(
+        "--retention", type=seconds, default=None, metavar="S", help="a closed round's guesses kept this long"
+    )
 
     player_group = sub.add_parser("player", help="register players").add_subparsers(
         dest="player_command", required=True, metavar="PLAYER_COMMAND"
