@@ -45,6 +45,8 @@ KEY_COUNTS: dict[str, int] = {
     "expire": 8,
     "rebuild_board": 3,
     "retire": 7,
+    "schedule_round": 5,
+    "conclude_round": 12,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

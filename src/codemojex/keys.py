@@ -40,6 +40,11 @@ key                         type    holds
 ``fault:<JOB>``             string  a one-shot fault trigger for that job (the proof's crash, demo game only)
 ``bucket:<C>:<a|p>:<D>``    string  a rate limit's bucket (admit.lua): class C, address/player digest D
 ``ticket:<D>``              string  a stream ticket (D: its SHA-256) -> ``player round T`` (T: the token's)
+``round_settings``          hash    the schedule and retention serve set (codemojex.schedule)
+``schedule``                hash    the schedule's state: ``slot`` (rounds it opened) and ``round`` (the last)
+``summaries``               hash    RND -> a closed round's compact summary (JSON), kept for good
+``history``                 zset    every concluded round id, scored by its close time (ms)
+``retained``                zset    concluded rounds whose per-guess data is still kept, by close time
 ==========================  ======  ==========================================================
 
 One key lives outside ``cmx:{cm}:``: a round's secret, ``cmxs:{cm}:secret:<RND>`` (string, the six keys
@@ -218,6 +223,26 @@ class GameKeys:
 
     def ticket(self, digest: str) -> str:
         return f"{self.prefix}ticket:{check_digest(digest)}"
+
+    @property
+    def round_settings(self) -> str:
+        return f"{self.prefix}round_settings"
+
+    @property
+    def schedule(self) -> str:
+        return f"{self.prefix}schedule"
+
+    @property
+    def summaries(self) -> str:
+        return f"{self.prefix}summaries"
+
+    @property
+    def history(self) -> str:
+        return f"{self.prefix}history"
+
+    @property
+    def retained(self) -> str:
+        return f"{self.prefix}retained"
 
     @property
     def pattern(self) -> str:

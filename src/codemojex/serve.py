@@ -5,7 +5,14 @@ package ships (``$REDIS_SERVER`` overrides it), data and AOF in ``.codemojex-dat
 folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
 names a live process) also refuses the start, each with a message saying what to do (the folder and that
 server are :mod:`codemojex.embedded`). Then it starts one score worker process (``codemojex worker``;
-restarted if it dies), opens a round if none is open, and serves the web host with uvicorn. The workers
+restarted if it dies), keeps the round schedule (below), and serves the web host with uvicorn.
+
+**Rounds** (:mod:`codemojex.schedule`): serve keeps the game's settings in Redis for its workers: the
+schedule (on unless ``--no-schedule``: a round of ``--round-duration`` seconds, the next one opening
+``--round-gap`` seconds after it closed, by its clock or by the operator) and the ``--retention`` of a
+closed round's per-guess data (:mod:`codemojex.retention`). The score worker's upkeep pass opens the
+schedule's rounds; serve opens the first at its start. With the schedule off, serve opens a round
+without a time limit if none is open, as before. The workers
 and the embedded Redis die with serve (SIGTERM, on Linux), even if serve is killed by SIGKILL.
 
 With the proof on (the default; ``--no-proof`` turns it off) a
@@ -43,7 +50,7 @@ from typing import Any
 
 import uvicorn
 
-from codemojex import access, players, rounds
+from codemojex import access, players, rounds, schedule
 from codemojex.embedded import (
     DATA_DIR,
     ServeError,
@@ -73,6 +80,7 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)  # admission control (README "Limits")
     limit_concurrency: int = 2000  # open connections and tasks uvicorn takes (then 503)
     keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
+    rounds: schedule.RoundSettings = field(default_factory=lambda: schedule.RoundSettings(on=True))
 
 
 def _say(text: str) -> None:
@@ -87,15 +95,25 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def _ensure_round(url: str, tag: str) -> rounds.Round:
+async def _ensure_round(
+    url: str, tag: str, settings: schedule.RoundSettings | None = None
+) -> rounds.Round | None:
     """As serve's own user (admin): move secrets out of the host's reach (a data folder of an earlier
-    version), load the scripts (the host may not), open a round if none is."""
+    version), load the scripts (the host may not), keep the round settings, and start the schedule (or,
+    with it off, open a round if none is open). The open round, if any (None: the next scheduled round
+    opens after its gap)."""
     async with Game.from_url(url, tag) as game:
         if await access.move_legacy_secrets(game.redis, tag):
             _say("moved the secrets of earlier rounds out of the web host's reach")
         await access.load_scripts(game.redis)
         if reserved := await players.backfill_names(game):
             _say(f"reserved the names of {reserved} players registered before names were reserved")
+        settings = settings or schedule.RoundSettings(on=True)
+        await schedule.write_settings(game, settings)
+        if settings.on:
+            if opened_id := await schedule.step(game, settings):
+                _say(f"the schedule opened round {opened_id} ({settings.duration_s:g} s)")
+            return await rounds.current_round(game)
         current = await rounds.current_round(game)
         if current is not None:
             return current
@@ -129,7 +147,7 @@ async def serve(options: ServeOptions) -> int:
             options.data_dir.mkdir(parents=True, exist_ok=True)
             logins = access.Credentials.from_env(url)
         token = operator_token(options.data_dir, options.operator_token)
-        the_round = await _ensure_round(logins.admin, options.tag)
+        the_round = await _ensure_round(logins.admin, options.tag, options.rounds)
         supervisor = WorkerSupervisor(logins.worker, tag=options.tag, concurrency=options.concurrency)
         runner = ProofRunner(logins.worker, options.tag, crash=options.proof_crash) if options.proof else None
         config = HostConfig(
@@ -179,8 +197,9 @@ async def serve(options: ServeOptions) -> int:
             proof_line = "off" if runner is None else f"{base}/proof (demo bus {runner.tag})"
             if runner is not None:
                 proof_line += ", crash button on" if options.proof_crash else ", crash button off"
+            playing = f"round {the_round.id}" if the_round else "the next round opens soon"
             _say(
-                f"Codemojex is up (round {the_round.id}).\n"
+                f"Codemojex is up ({playing}).\n"
                 f"  play:      {base}/\n"
                 f"  proof:     {proof_line}\n"
                 f"  dashboard: {base}/dashboard#operator={token}\n"

@@ -1,4 +1,5 @@
-"""The score worker's upkeep, each sweep period: the script cache and the revealed secrets.
+"""The score worker's upkeep, each sweep period: the script cache, the revealed secrets, the rounds'
+lifecycle (the schedule, the conclusion of closed rounds, the retention of their per-guess data).
 
 * **Scripts.** The web host's Redis user may run the game's and EchoMQ's scripts by ``EVALSHA`` but may
   not load them (:mod:`codemojex.access`), so a Redis that lost its script cache (a restart, a
@@ -7,8 +8,15 @@
   so the host recovers within one period.
 * **Reveals.** A round closed by its close time (no call closed it) gets its secret copied to its
   revealed key, which the host shows (:func:`codemojex.rounds.reveal_closed`).
+* **Conclusions.** A closed round gets its summary, its history entry and its ``closed`` event with the
+  winners, once (:func:`codemojex.history.conclude_closed`).
+* **Schedule.** With the schedule on, the next round opens when the schedule's last one closed
+  (:func:`codemojex.schedule.step`).
+* **Retention.** Concluded rounds closed longer ago than the retention lose their per-guess data, a
+  bounded number a pass (:func:`codemojex.retention.purge`).
 
-Either failing (Redis unreachable, a user without the rights) is logged; the next period tries again.
+Each is safe beside another worker's pass and after a lost reply (see each module). A pass failing (Redis
+unreachable, a user without the rights) is logged; the next period tries again.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 
-from codemojex import rounds
+from codemojex import history, retention, rounds, schedule
 from codemojex.access import load_scripts
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
@@ -39,6 +47,21 @@ class Upkeep:
         revealed = await rounds.reveal_closed(self.game)
         if revealed:
             log.info("revealed the secrets of closed rounds %s", ", ".join(revealed))
+        await self.rounds_pass()
+
+    async def rounds_pass(self) -> None:
+        """Conclude the closed rounds, keep the schedule, purge past the retention."""
+        game = self.game
+        settings = await schedule.read_settings(game)
+        concluded = await history.conclude_closed(game)
+        if concluded:
+            log.info("concluded closed rounds %s", ", ".join(concluded))
+        opened = await schedule.step(game, settings)
+        if opened:
+            log.info("the schedule opened round %s", opened)
+        purged = await retention.purge(game, retention_s=settings.retention_s)
+        if purged:
+            log.info("purged the per-guess data of rounds %s", ", ".join(purged))
 
     async def run(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():

@@ -15,7 +15,7 @@ import sys
 import pytest
 import redis
 
-from codemojex import access, faults, guesses, proof, proof_retention, rounds, score_worker, wallet
+from codemojex import access, faults, guesses, history, proof, proof_retention, rounds, score_worker, wallet
 from codemojex.cli.arguments import bus_settings
 from codemojex.cli.parser import build_parser
 from codemojex.engine import score
@@ -226,7 +226,10 @@ async def test_demo_keys_stay_bounded_over_many_rounds_and_the_real_game_is_unto
                 await eventually(lambda total=total: worker.processed == total, what="the proof jobs scored")
                 if previous is not None:
                     await rounds.close_round(demo, previous.id)
+                    await history.conclude_round(demo, previous.id)  # as the demo worker's upkeep does
                 done = await proof_retention.purge(demo, grace_s=0, batch=2, ledger_kept=4)
+                assert game_probe.client.hlen(demo.keys.summaries) == 0, "a demo round keeps no summary"
+                assert game_probe.client.zcard(demo.keys.history) == 0
                 assert done.rounds == ((previous.id,) if previous is not None else ())
                 counts.append(_demo_key_count(game_probe.client, demo_tag))
                 live_keys = {demo.keys.round(live.id), demo.keys.secret(live.id), demo.keys.board(live.id)}

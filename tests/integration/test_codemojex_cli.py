@@ -500,3 +500,20 @@ def test_help_exits_0():
     assert out.returncode == 0
     for command in ("round", "player", "guess", "guesses", "lock", "unlock", "board", "wallet", "worker"):
         assert command in out.stdout
+
+
+def test_round_schedule_shows_and_changes_the_settings(cmx):
+    """Off by default (serve writes them); the options given change only those; bad values exit 2."""
+    assert ok(cmx("--json", "round", "schedule"))["on"] is False
+    changed = ok(cmx("--json", "round", "schedule", "--on", "--duration", "60", "--gap", "5"))
+    assert changed == {"on": True, "duration_s": 60.0, "gap_s": 5.0, "retention_s": 7 * 24 * 3600.0}
+    kept = ok(cmx("--json", "round", "schedule", "--retention", "3600"))
+    assert kept == {**changed, "retention_s": 3600.0}
+    assert ok(cmx("--json", "round", "schedule", "--off"))["on"] is False
+    assert "schedule" in cmx("round", "schedule").stdout
+    for bad in (["--duration", "-1"], ["--duration", "x"], ["--on", "--off"]):
+        assert cmx("round", "schedule", *bad).returncode == 2
+    refused_zero = cmx("round", "schedule", "--duration", "0")
+    assert refused_zero.returncode != 0
+    assert "Traceback" not in refused_zero.stderr
+    assert ok(cmx("--json", "round", "schedule"))["duration_s"] == 60.0

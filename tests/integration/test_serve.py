@@ -379,3 +379,34 @@ def test_the_embedded_redis_has_least_privilege_users_and_no_password_on_a_comma
         assert serve.stop() == 0
     finally:
         serve.kill()
+
+
+@pytest.mark.slow
+def test_serve_keeps_the_round_schedule_on_its_users(tmp_path):
+    """The embedded Redis's users: the worker's upkeep closes the round on its clock, concludes it into
+    the history and opens the next; the host serves the lobby and the history."""
+    port = free_port()
+    serve = Serve(
+        tmp_path / ".codemojex-data",
+        port,
+        extra=("--no-proof", "--round-duration", "2", "--round-gap", "0", "--retention", "3600"),
+    )
+    try:
+        serve.wait_up()
+        assert re.search(r"the schedule opened round RND\w+ \(2 s\)", serve.output)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as anon:
+            [first] = anon.get("/api/lobby").json()["rounds"]
+            assert first["closes_ms"] == first["opens_ms"] + 2000
+
+            def next_round():
+                rounds = anon.get("/api/lobby").json()["rounds"]
+                return rounds and rounds[0]["round_id"] != first["round_id"]
+
+            wait_until(next_round, timeout=30, what="the next scheduled round")
+            wait_until(lambda: anon.get(f"/api/history/{first['round_id']}").status_code == 200)
+            summary = anon.get("/api/history").json()["rounds"][-1]
+            assert summary["round_id"] == first["round_id"]
+            assert len(summary["secret"]) == 6
+        assert serve.stop() == 0
+    finally:
+        serve.kill()

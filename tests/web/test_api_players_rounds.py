@@ -167,7 +167,13 @@ def test_the_openapi_schema_names_every_route(anon):
 
 def test_the_pages_are_served(anon):
     """Each page is its own template on the shared base: its script, and its nav link marked current."""
-    for path, marker in (("/", "play.js"), ("/proof", "proof.js"), ("/dashboard", "dashboard.js")):
+    pages = (
+        ("/", "play.js"),
+        ("/history", "history.js"),
+        ("/proof", "proof.js"),
+        ("/dashboard", "dashboard.js"),
+    )
+    for path, marker in pages:
         reply = anon.get(path)
         assert reply.status_code == 200
         assert reply.headers["content-type"].startswith("text/html")

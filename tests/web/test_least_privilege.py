@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import redis
 
-from codemojex import access, rounds
+from codemojex import access, history, retention, rounds, schedule
 from codemojex.errors import ScriptError
 from codemojex.game import Game
 from codemojex.keys import GameKeys
+from codemojex.upkeep import Upkeep
 from codemojex.web import HostConfig
 from tests.support.acl import Acl, admin_round
 from tests.support.web import FRUIT, OPERATOR, open_round, stop_worker, wait_until, worker_process
@@ -216,5 +217,43 @@ def test_a_round_closed_by_its_close_time_is_revealed_by_the_worker_and_shown_by
             assert await rounds.read_revealed(host, [opened.id]) == [secret]
             with pytest.raises(ScriptError, match="no permissions"):  # the host never reads it itself
                 await rounds.read_secret(host, opened.id)
+
+    asyncio.run(scenario())
+
+
+def test_the_rounds_lifecycle_runs_on_the_workers_user_and_the_host_reads_what_it_serves(acl):
+    """The worker's user keeps the schedule, concludes and purges (the secret's key); the host's user
+    reads the summaries, the history and the lobby, and can neither open a scheduled round nor purge one
+    (refused before any change)."""
+
+    async def scenario() -> None:
+        async with (
+            Game.from_url(acl.url(access.WORKER), acl.tag) as worker,
+            Game.from_url(acl.url(access.HOST), acl.tag) as host,
+        ):
+            await access.load_scripts(worker.redis)
+            settings = schedule.RoundSettings(on=True, duration_s=600, retention_s=0)
+            await schedule.write_settings(worker, settings)
+            with pytest.raises(ScriptError, match=r"no permissions|can't access"):
+                await schedule.step(host, settings)  # it would write a secret
+            assert await rounds.list_rounds(host) == []
+            opened = await schedule.step(worker, settings)
+            assert opened is not None
+            await rounds.close_round(worker, opened)
+            secret = await rounds.read_secret(worker, opened)
+            await Upkeep(worker, every_s=1).rounds_pass()
+            summary = await history.read_summary(host, opened)
+            assert summary is not None
+            assert summary.secret == secret
+            assert [s.round_id for s in await history.list_history(host)] == [opened]
+            second = await schedule.scheduled_round(host)
+            assert second not in (None, opened)
+            await rounds.close_round(worker, second)
+            await history.conclude_round(worker, second)
+            with pytest.raises(ScriptError, match="no permissions"):
+                await retention.purge(host, retention_s=0)
+            assert await rounds.read_secret(worker, second)  # nothing purged by the refused call
+            assert await retention.purge(worker, retention_s=0) == [second]
+            assert await history.read_summary(host, second) is not None
 
     asyncio.run(scenario())

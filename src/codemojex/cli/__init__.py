@@ -55,6 +55,7 @@ def _pool_size(args: argparse.Namespace) -> int | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from codemojex.schedule import RoundSettings  # noqa: PLC0415
     from codemojex.serve import ServeOptions, serve  # noqa: PLC0415  (only serve needs the web stack)
     from codemojex.web.admission import Limits  # noqa: PLC0415
     from codemojex.web.buckets import Rate  # noqa: PLC0415
@@ -82,6 +83,12 @@ def _serve(args: argparse.Namespace) -> int:
         limits=limits,
         limit_concurrency=args.limit_concurrency,
         keep_alive_s=args.keep_alive,
+        rounds=RoundSettings(
+            on=args.schedule,
+            duration_s=args.round_duration,
+            gap_s=args.round_gap,
+            retention_s=args.retention,
+        ),
     )
     return asyncio.run(serve(options))
 

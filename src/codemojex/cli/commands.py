@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable, Coroutine
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from codemojex import leaderboard, players, refunds, rounds, wallet
+from codemojex import leaderboard, players, refunds, rounds, schedule, wallet
 from codemojex.cli.exits import EXIT_OK
 from codemojex.cli.render import fields, keys_text, round_json, round_lines, table, time_text
 from codemojex.errors import NotFound
@@ -94,6 +94,35 @@ async def round_list(game: Game, args: argparse.Namespace) -> Result:
         for r in data
     ]
     return Result(data, table(["round", "status", "opens", "closes", "keyboard"], rows))
+
+
+async def round_schedule(game: Game, args: argparse.Namespace) -> Result:
+    """The round settings (codemojex.schedule), changed by the options given; ``serve`` writes them at
+    its start from its own flags, so change them here for a game run apart from serve."""
+    kept = await schedule.read_settings(game)
+    changes = {
+        name: value
+        for name, value in (
+            ("on", args.on),
+            ("duration_s", args.duration),
+            ("gap_s", args.gap),
+            ("retention_s", args.retention),
+        )
+        if value is not None
+    }
+    settings = replace(kept, **changes)
+    if changes:
+        await schedule.write_settings(game, settings)
+    data = asdict(settings)
+    lines = fields(
+        [
+            ("schedule", "on" if settings.on else "off"),
+            ("duration", f"{settings.duration_s:g} s"),
+            ("gap", f"{settings.gap_s:g} s"),
+            ("retention", f"{settings.retention_s:g} s"),
+        ]
+    )
+    return Result(data, lines)
 
 
 async def player_new(game: Game, args: argparse.Namespace) -> Result:

@@ -109,6 +109,19 @@ def build_parser() -> argparse.ArgumentParser:
     round_show.add_argument("round", nargs="?", type=id_type(ROUND), default=None, metavar="ROUND")
     round_list = leaf(round_group, "list", commands.round_list, "the latest rounds, newest first")
     round_list.add_argument("--limit", type=count(1), default=20, metavar="N")
+    round_schedule = leaf(
+        round_group, "schedule", commands.round_schedule, "show or change the round schedule and retention"
+    )
+    switch = round_schedule.add_mutually_exclusive_group()
+    switch.add_argument("--on", dest="on", action="store_true", default=None, help="keep rounds going")
+    switch.add_argument("--off", dest="on", action="store_false", help="open no more rounds on a clock")
+    round_schedule.add_argument(
+        "--duration", type=seconds, default=None, metavar="S", help="a round's length"
+    )
+    round_schedule.add_argument("--gap", type=seconds, default=None, metavar="S", help="close to next open")
+    round_schedule.add_argument(
+        "--retention", type=seconds, default=None, metavar="S", help="a closed round's guesses kept this long"
+    )
 
     player_group = sub.add_parser("player", help="register players").add_subparsers(
         dest="player_command", required=True, metavar="PLAYER_COMMAND"
@@ -191,6 +204,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="TOKEN",
         help="default $CODEMOJEX_OPERATOR_TOKEN, else one kept in the data folder",
+    )
+
+    lifecycle = serve.add_argument_group("rounds", "the round schedule and retention (README: Rounds)")
+    lifecycle.add_argument(
+        "--round-duration", type=seconds, default=300.0, metavar="S", help="a scheduled round's length"
+    )
+    lifecycle.add_argument(
+        "--round-gap", type=seconds, default=10.0, metavar="S", help="from a close to the next round"
+    )
+    lifecycle.add_argument(
+        "--no-schedule",
+        dest="schedule",
+        action="store_false",
+        help="open no round on a clock (serve opens one without a time limit if none is open)",
+    )
+    lifecycle.add_argument(
+        "--retention",
+        type=seconds,
+        default=7 * 24 * 3600.0,
+        metavar="S",
+        help="a closed round's guesses are kept this long (default 7 days); its summary for good",
     )
 
     limits = serve.add_argument_group("limits", "admission control (README: Limits)")

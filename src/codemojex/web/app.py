@@ -30,6 +30,7 @@ from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import (
     events,
+    history_api,
     metrics,
     operator_api,
     player_api,
@@ -56,7 +57,12 @@ TEMPLATES = Jinja2Templates(
         keep_trailing_newline=True,  # a page ends with its newline, as its file does
     )
 )
-PAGES = {"/": "play.html", "/proof": "proof.html", "/dashboard": "dashboard.html"}  # each extends base.html
+PAGES = {
+    "/": "play.html",
+    "/history": "history.html",
+    "/proof": "proof.html",
+    "/dashboard": "dashboard.html",
+}  # each extends base.html
 
 
 def create_app(config: HostConfig) -> FastAPI:
@@ -114,6 +120,7 @@ def create_app(config: HostConfig) -> FastAPI:
     for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
         app.include_router(router)
     app.include_router(token_api.router)
+    app.include_router(history_api.router)
 
     @app.get("/healthz", tags=["health"], response_model=schemas.HealthOut, responses=problems.answers())
     async def healthz(request: Request) -> dict[str, Any]:

@@ -11,8 +11,14 @@ after a subscription is missed. Entries fan out as a ``scored`` event to the gue
 Admission (:mod:`codemojex.web.admission`): the hub caps the streams per player, per client address and
 in all (:class:`TooManyStreams`, answered 429 ``too_many_streams``). Each subscriber has a bounded queue:
 one that falls behind is dropped to a single ``resync`` (the page refetches); a client that reads nothing
-at all is ended by the stream's send timeout (:mod:`codemojex.web.events`). Every few seconds the hub
-checks the rounds it follows: when one has closed, its subscribers get ``closed`` and their streams end.
+at all is ended by the stream's send timeout (:mod:`codemojex.web.events`).
+
+The close: the score worker concludes a closed round once (:mod:`codemojex.history`) and appends one
+``closed`` entry with the round's summary to its stream; the hub sends it to everyone watching the round
+as a ``closed`` event (the secret, the winners: the top of the final board, the counts) and their streams
+end. Every few seconds the hub also checks the rounds it follows: a closed one whose entry it missed gets
+the same event from the summary, and one closed :data:`CLOSE_WAIT_MS` ago without a summary (no worker
+running; plus the conclusion's grace while guesses are queued) a bare ``closed``.
 
 Revocation: each subscriber keeps the SHA-256 of the token its stream was opened with (the ticket's
 asking token, or the bearer token). At the same check (:attr:`~codemojex.web.admission.Limits.
@@ -31,7 +37,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemojex import leaderboard, rounds
+from codemojex import history, leaderboard, rounds
 from codemojex.errors import CodemojexError, NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.rounds import RoundStatus
@@ -43,6 +49,7 @@ log = logging.getLogger("codemojex.web.hub")
 BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round joins the read within it
 QUEUE_SIZE = 256
 BOARD_SHOWN = 20
+CLOSE_WAIT_MS = 5000  # after a close (and the conclusion's grace, with guesses queued), streams end anyway
 
 Event = tuple[str, dict[str, Any]]
 
@@ -62,15 +69,32 @@ class Subscriber:
     address: str = ""
     token_digest: str | None = None  # of the token the stream was opened with; None: not checked
     queue: asyncio.Queue[Event | None] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    ended: bool = False
 
     def offer(self, event: Event) -> None:
+        if self.ended:  # its last event is queued: nothing after it
+            return
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:  # too slow: drop what it has not read, tell it to refetch
             self._drain()
             self.queue.put_nowait(("resync", {"round_id": self.round_id}))
 
+    def finish(self, last: Event) -> None:
+        """A last event after the ones queued (the round's close), then the end; once."""
+        if self.ended:
+            return
+        self.offer(last)
+        self.ended = True
+        try:
+            self.queue.put_nowait(None)
+        except asyncio.QueueFull:
+            self._drain()
+            self.queue.put_nowait(last)
+            self.queue.put_nowait(None)
+
     def end(self, last: Event | None = None) -> None:
+        self.ended = True
         self._drain()
         if last is not None:
             self.queue.put_nowait(last)
@@ -79,6 +103,11 @@ class Subscriber:
     def _drain(self) -> None:
         while not self.queue.empty():
             self.queue.get_nowait()
+
+
+def closed_event(summary: history.Summary) -> Event:
+    """The ``closed`` event of a concluded round: its summary (secret, winners, counts)."""
+    return ("closed", views.summary_view(summary))
 
 
 def _bump(counts: dict[str, int], key: str, delta: int) -> None:
@@ -180,9 +209,25 @@ class Hub:
                 the_round = await rounds.get_round(self.game, round_id)
             except NotFound:
                 the_round = None
-            if the_round is None or the_round.status_at(now) is RoundStatus.CLOSED:
-                for subscriber in list(self.rounds.get(round_id, ())):
-                    subscriber.end(("closed", {"round_id": round_id}))
+            if the_round is not None and the_round.status_at(now) is not RoundStatus.CLOSED:
+                continue
+            summary = await history.read_summary(self.game, round_id)
+            if summary is not None:
+                self._announce(round_id, closed_event(summary))
+                continue
+            ended = the_round.closed_ms or the_round.closes_ms if the_round else None
+            if ended is not None:
+                waits = CLOSE_WAIT_MS
+                if await history.pending_guesses(self.game, round_id) > 0:
+                    waits += history.SETTLE_GRACE_MS  # the worker waits for them before concluding
+                if now < ended + waits:
+                    continue  # the worker concludes it soon: its closed entry comes on the stream
+            for subscriber in list(self.rounds.get(round_id, ())):
+                subscriber.end(("closed", {"round_id": round_id}))
+
+    def _announce(self, round_id: str, event: Event) -> None:
+        for subscriber in list(self.rounds.get(round_id, ())):
+            subscriber.finish(event)
 
     async def _end_revoked(self) -> None:
         """End the streams whose token no longer names their player: one pipeline for all of them."""
@@ -209,6 +254,9 @@ class Hub:
         last = self.positions[round_id]
         for entry_id, fields in entries:
             last = entry_id.decode()
+            if fields.get(b"kind") == b"closed" and b"summary" in fields:
+                self._announce(round_id, closed_event(history.parse_summary(fields[b"summary"])))
+                continue
             if fields.get(b"kind") != b"scored":
                 continue
             event: Event = (

@@ -280,3 +280,36 @@ class TicketOut(Shape):
     ticket: str = Field(description="give it to GET /api/events?ticket=...: used once")
     round_id: str
     expires_in_s: int
+
+
+class LobbyOut(Shape):
+    server_ms: int = Field(description="the Redis server's clock when this was read")
+    rounds: list[RoundOut] = Field(description="every open round, newest first, with its close time")
+    upcoming: list[RoundOut] = Field(description="rounds that open later (the schedule's next one)")
+
+
+class SummaryOut(Shape):
+    round_id: str
+    keyboard: list[str]
+    secret: list[str] | None
+    opens_ms: int
+    closes_ms: int | None
+    closed_ms: int
+    players: int = Field(description="players with an admitted guess in the round")
+    guesses: int = Field(description="scored guesses in the round")
+    winners: list[EntryOut] = Field(description="the top of the final board (at most 10)")
+
+
+class HistoryOut(Shape):
+    rounds: list[SummaryOut] = Field(description="closed rounds, newest close first")
+
+
+class RoundHistoryOut(Shape):
+    summary: SummaryOut
+    guesses_kept: bool = Field(
+        description="false once the round's per-guess data is past its retention (then guesses is [])"
+    )
+    kept_until_ms: int | None = Field(description="when the per-guess data goes (null: gone already)")
+    guesses: list[GuessOut] | None = Field(
+        description="the caller's own guesses in the round, oldest first; null without a token"
+    )

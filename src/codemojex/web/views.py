@@ -6,6 +6,7 @@ from typing import Any
 
 from codemojex.engine import Feedback
 from codemojex.guesses import PlayerGuess, Submission
+from codemojex.history import Summary
 from codemojex.leaderboard import Entry
 from codemojex.rounds import Round, RoundStatus
 from codemojex.wallet import Wallet
@@ -116,4 +117,31 @@ def job_view(
         "guess_id": guess_id,
         "scored_count": scored_count,
         "server_ms": now_ms,
+    }
+
+
+def summary_view(summary: Summary) -> dict[str, Any]:
+    """A closed round's summary: its secret, the top of its final board, counts and times."""
+    return {
+        "round_id": summary.round_id,
+        "keyboard": list(summary.keyboard),
+        "secret": list(summary.secret) if summary.secret is not None else None,
+        "opens_ms": summary.opens_ms,
+        "closes_ms": summary.closes_ms,
+        "closed_ms": summary.closed_ms,
+        "players": summary.players,
+        "guesses": summary.guesses,
+        "winners": [
+            {
+                "rank": winner.rank,
+                "player_id": winner.standing.player,
+                "name": winner.name,
+                "solved": winner.standing.solved,
+                "hits": winner.standing.best_hits,
+                "nears": winner.standing.best_nears,
+                "attempts": winner.standing.attempts,
+                "best_at_ms": winner.standing.best_at_ms,
+            }
+            for winner in summary.board
+        ],
     }

@@ -13,6 +13,7 @@ import {
   el, clear, setText, byTestId, showMessage, renderMarks, friendlyError,
   formatClock, formatDuration, serverClock, every,
 } from "/static/common.js";
+import { createLobby, renderWinners, fetchSummary, roundInUrl, keepRoundInUrl } from "/static/lobby.js";
 
 const LENGTH = 6;
 const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
@@ -37,6 +38,9 @@ const ui = {
   closed: byTestId("round-closed"),
   secret: byTestId("secret"),
   nextRound: byTestId("next-round"),
+  lobby: byTestId("lobby"),
+  nextOpens: byTestId("next-opens"),
+  winners: byTestId("winners"),
   panel: byTestId("board-panel"),
   slots: document.getElementById("slots"),
   keyboard: byTestId("keyboard"),
@@ -68,6 +72,9 @@ const state = {
 };
 
 const clock = serverClock();
+const lobby = createLobby({
+  list: ui.lobby, next: ui.nextOpens, clock, call: (...args) => call(...args), onPick: (round) => setRound(round),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Calls
@@ -170,17 +177,18 @@ async function startGame() {
 async function loadRound() {
   clearTimeout(state.roundRetry);
   try {
-    const round = await call("GET", "/api/rounds/current");
-    setRound(round);
+    await lobby.refresh();
+    const round = lobby.pick(roundInUrl());
+    if (round) {
+      setRound(round);
+      return;
+    }
+    showNoRound();
   } catch (err) {
     if (!state.session) return;
-    if (err instanceof ApiError && err.code === "no_open_round") {
-      showNoRound();
-    } else {
-      showMessage(ui.message, friendlyError(err), "error");
-    }
-    state.roundRetry = setTimeout(loadRound, 3000);
+    showMessage(ui.message, friendlyError(err), "error");
   }
+  state.roundRetry = setTimeout(loadRound, 3000);
 }
 
 function showNoRound() {
@@ -206,6 +214,9 @@ function setRound(round) {
   state.round = round;
   if (!same) {
     stopRound();
+    keepRoundInUrl(round.round_id);
+    lobby.setCurrent(round.round_id);
+    renderWinners(ui.winners, null);
     state.nextRound = null;
     state.slots = Array(LENGTH).fill(null);
     state.cursor = 0;
@@ -245,6 +256,7 @@ function renderRound() {
   if (closed) {
     setText(ui.secret, Array.isArray(round.secret) ? round.secret.join(" ") : String(round.secret || "?"));
     ui.nextRound.hidden = !state.nextRound;
+    if (ui.winners.dataset.round !== round.round_id) showWinners().catch(() => {});
   }
   renderTimer();
   renderInputEnabled();
@@ -263,23 +275,28 @@ function renderTimer() {
   setText(ui.roundTimer, text);
 }
 
-/** While the round is closed: look for the next open round, offered with a button. */
+/** The lobby again; while the round is closed, the newest open round is offered with a button. */
 async function checkRound() {
   if (!state.round) return;
+  await lobby.refresh();
   if (!isClosed()) {
     const round = await call("GET", roundPath());
     if (round.status !== state.round.status || round.secret) setRound(round);
     return;
   }
-  try {
-    const current = await call("GET", "/api/rounds/current");
-    if (current.round_id !== state.round.round_id) {
-      state.nextRound = current;
-      ui.nextRound.hidden = false;
-    }
-  } catch (err) {
-    if (!(err instanceof ApiError && err.code === "no_open_round")) throw err;
+  const next = lobby.state.rounds.find((r) => r.round_id !== state.round.round_id);
+  if (next) {
+    state.nextRound = next;
+    ui.nextRound.hidden = false;
   }
+}
+
+/** The closed round's winners, from the history once the worker has concluded it. */
+async function showWinners(summary = null) {
+  const roundId = state.round && state.round.round_id;
+  const found = summary || (roundId ? await fetchSummary(call, roundId) : null);
+  if (!found || !state.round || found.round_id !== state.round.round_id) return;
+  renderWinners(ui.winners, found, state.session && state.session.player_id);
 }
 
 function onNextRound() {
@@ -298,7 +315,10 @@ function startRoundTimers() {
       if (state.live !== "live") await refreshBoard();
     }),
     every(3000, checkRound),
-    every(1000, renderTimer),
+    every(1000, () => {
+      renderTimer();
+      lobby.tick();
+    }),
   );
 }
 
@@ -344,7 +364,11 @@ async function openEvents() {
     refreshGuesses().catch(() => {});
     refreshBoard().catch(() => {});
   });
-  source.addEventListener("closed", () => checkRound().catch(() => {}));
+  source.addEventListener("closed", (event) => {
+    const data = parseEvent(event);
+    if (data && data.winners) showWinners(data).catch(() => {});
+    checkRound().catch(() => {});
+  });
   // The token the stream was opened with no longer names us (a logout elsewhere, a rotation): a new
   // ticket only if our token still works (this page rotated it), else call() shows the join form (401).
   source.addEventListener("revoked", () => {

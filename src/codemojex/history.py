@@ -1,0 +1,167 @@
+"""Closed rounds: their compact summary, kept for good, and the history of them.
+
+When a round has closed (by a call or by its close time on the server clock) the score worker's upkeep
+pass (:mod:`codemojex.upkeep`) concludes it with ``conclude_round.lua``, once whatever the number of
+workers or retries: its **summary** (the secret, the top :data:`WINNERS` of the final board with their
+names, the numbers of players and scored guesses, its open / close times) goes in ``cmx:{t}:summaries``
+and the round in the ``history`` zset (by close time); its secret is revealed; and a ``closed`` event
+carrying the summary goes on the round's event stream, which the web host's event hub sends to everyone
+watching the round (:mod:`codemojex.web.hub`): the page's winner announcement.
+
+Guesses admitted before the close and still queued are waited for (at most :data:`SETTLE_GRACE_MS`),
+so the final board counts them. A summary is a few hundred bytes; the per-guess data of the round is
+purged after the retention (:mod:`codemojex.retention`), the summary never.
+
+The summaries are in the host's key patterns (it serves them); the secret's own key is not
+(:mod:`codemojex.access`), and a summary is written only once the round is closed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from codemojex import ranking, rounds
+from codemojex.errors import InvalidInput, ScriptError, UnknownRound
+from codemojex.game import Game, check_int, translate_errors
+from codemojex.keys import ROUND, check_id
+
+WINNERS = 10  # entries of the final board kept in a summary
+SETTLE_GRACE_MS = 30_000  # after a close, how long queued guesses are waited for before concluding
+CHECKED = 50  # the newest rounds each conclude pass looks at
+
+
+@dataclass(frozen=True, slots=True)
+class Winner:
+    rank: int
+    standing: ranking.Standing
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A closed round, for good (see the module doc)."""
+
+    round_id: str
+    keyboard: tuple[str, ...]
+    secret: tuple[str, ...] | None
+    opens_ms: int
+    closes_ms: int | None
+    closed_ms: int
+    players: int
+    guesses: int
+    board: tuple[Winner, ...]
+
+
+def parse_summary(raw: bytes | str) -> Summary:
+    """The summary ``conclude_round.lua`` wrote (JSON)."""
+    data: dict[str, Any] = json.loads(raw)
+    board = []
+    entries = data.get("board") or []  # Lua's cjson writes an empty list as {}
+    for rank, (member, name) in enumerate(entries if isinstance(entries, list) else [], start=1):
+        try:
+            standing = ranking.parse_board_member(member)
+        except InvalidInput:  # a member of the rule before solve time ranked first: not shown
+            continue
+        board.append(Winner(rank, standing, str(name)))
+    secret = data.get("secret")
+    return Summary(
+        round_id=str(data["round_id"]),
+        keyboard=tuple(data.get("keyboard") or ()),
+        secret=tuple(secret) if isinstance(secret, list) else None,
+        opens_ms=int(data["opens_ms"]),
+        closes_ms=int(data["closes_ms"]) or None,
+        closed_ms=int(data["closed_ms"]),
+        players=int(data["players"]),
+        guesses=int(data["guesses"]),
+        board=tuple(board),
+    )
+
+
+async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | None]:
+    """Conclude ``round_id`` if it is closed: (concluded by this call, its summary); (False, None) while
+    it is open or its queued guesses are waited for. :class:`UnknownRound` if there is none. Safe to call
+    again, from any number of workers: the summary and the ``closed`` event are written once."""
+    keys = game.keys
+    check_id(round_id, ROUND)
+    reply = await game.run(
+        "conclude_round",
+        [
+            keys.round(round_id),
+            keys.secret(round_id),
+            keys.revealed(round_id),
+            keys.board(round_id),
+            keys.events(round_id),
+            keys.quota(round_id),
+            keys.scored(round_id),
+            keys.charges(round_id),
+            keys.refunds(round_id),
+            keys.summaries,
+            keys.history,
+            keys.retained,
+        ],
+        [round_id, WINNERS, game.settings.events_cap, f"{keys.prefix}player:", SETTLE_GRACE_MS],
+    )
+    code = int(reply[0])
+    if code == -1:
+        raise UnknownRound(f"no round {round_id}")
+    if code in (0, 1):
+        return code == 1, parse_summary(reply[1])
+    if code in (2, 3):
+        return False, None
+    raise ScriptError(f"conclude_round.lua answered {reply!r}")
+
+
+async def pending_guesses(game: Game, round_id: str) -> int:
+    """Guesses of the round admitted and not scored (nor refunded) yet, as ``conclude_round.lua``
+    counts them (0 or less: none)."""
+    keys = game.keys
+    with translate_errors():
+        async with game.redis.pipeline(transaction=False) as pipe:
+            pipe.hlen(keys.charges(round_id))
+            pipe.zcard(keys.scored(round_id))
+            pipe.hlen(keys.refunds(round_id))
+            charged, scored, refunded = await pipe.execute()
+    return int(charged) - int(scored) - int(refunded)
+
+
+async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:
+    """Conclude every closed round among the ``limit`` newest not concluded yet; the ids concluded now."""
+    now = await rounds.server_ms(game)
+    listed = await rounds.list_rounds(game, limit)
+    closed = [r.id for r in listed if r.status_at(now) is rounds.RoundStatus.CLOSED]
+    if not closed:
+        return []
+    with translate_errors():
+        there = await game.redis.hmget(game.keys.summaries, closed)
+    concluded = []
+    for round_id, summary in zip(closed, there, strict=True):
+        if summary is None:
+            try:
+                now_done, _ = await conclude_round(game, round_id)
+            except UnknownRound:  # purged meanwhile
+                continue
+            if now_done:
+                concluded.append(round_id)
+    return concluded
+
+
+async def read_summary(game: Game, round_id: str) -> Summary | None:
+    """The summary of ``round_id`` (None: not concluded, or no such round)."""
+    check_id(round_id, ROUND)
+    with translate_errors():
+        raw = await game.redis.hget(game.keys.summaries, round_id)
+    return parse_summary(raw) if raw is not None else None
+
+
+async def list_history(game: Game, limit: int = 20, before_ms: int | None = None) -> list[Summary]:
+    """The concluded rounds, newest close first: ``limit`` of them closed before ``before_ms``."""
+    check_int("limit", limit, 1, 100)
+    top = "+inf" if before_ms is None else f"({check_int('before_ms', before_ms, 0, 2**53)}"
+    with translate_errors():
+        listed = await game.redis.zrevrangebyscore(game.keys.history, top, "-inf", start=0, num=limit)
+        if not listed:
+            return []
+        raws = await game.redis.hmget(game.keys.summaries, listed)
+    return [parse_summary(raw) for raw in raws if raw is not None]

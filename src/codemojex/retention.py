@@ -1,0 +1,95 @@
+"""The retention of closed rounds' per-guess data: Redis memory does not grow with the rounds played.
+
+A concluded round (:mod:`codemojex.history`: its summary is kept for good) keeps its per-guess data for
+the retention (:attr:`codemojex.schedule.RoundSettings.retention_s`, 7 days unless ``serve
+--retention`` says otherwise): the players' guesses on the history page, the board, the event stream.
+Then :func:`purge`, run by the score worker's upkeep pass (:mod:`codemojex.upkeep`; its Redis user may
+delete the secret, the web host's may not), deletes it, oldest close first, at most ``limit`` rounds a
+pass, in bounded steps of ``batch`` keys or members:
+
+0. the round's secret (``cmxs:``): a user that may not touch it is refused before any change;
+1. its guess records (``guess:<GES>``, listed by ``scored:<RND>``, which shrinks as they go);
+2. per player of its quota (``quota:<RND>``, which shrinks as they go): ``submitted``, ``played``,
+   ``proven`` and ``locks``;
+3. in one transaction: ``charges``, ``refunds``, ``standing``, ``board``, ``events``, ``revealed``,
+   ``quota``, the round's hash and its ``rounds`` and ``retained`` entries, so a pass cut short is
+   taken up by the next one (the round stays in ``retained`` until this last step).
+
+What stays of a purged round is its summary and its ``history`` entry: the history page then shows the
+secret, the final top of the board and the counts, and says the guesses are no longer kept. Players'
+wallets and ledgers are not per-round data and are never touched (a ledger entry names its JOB).
+
+Only concluded rounds are purged, and only by the retention after their close, which is far longer than
+a guess job can stay pending (its attempts, leases and backoff); a job of a purged round scored after
+all would find no round and be dead-lettered. Safe beside another worker: deleting twice is harmless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codemojex import rounds
+from codemojex.game import Game, translate_errors
+
+BATCH = 200  # keys or members per step
+ROUNDS_PER_PASS = 20
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+async def purge(
+    game: Game, *, retention_s: float, limit: int = ROUNDS_PER_PASS, batch: int = BATCH
+) -> list[str]:
+    """Purge the per-guess data of the concluded rounds closed ``retention_s`` ago or more (at most
+    ``limit``, oldest first); the round ids purged."""
+    now = await rounds.server_ms(game)
+    cutoff = now - int(retention_s * 1000)
+    with translate_errors():
+        due = await game.redis.zrangebyscore(game.keys.retained, "-inf", cutoff, start=0, num=limit)
+    purged = []
+    for raw in due:
+        round_id = _text(raw)
+        await purge_round(game, round_id, batch=batch)
+        purged.append(round_id)
+    return purged
+
+
+async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
+    """Delete the per-guess data of ``round_id`` (see the module doc); its summary stays."""
+    keys, redis = game.keys, game.redis
+    with translate_errors():
+        await redis.unlink(keys.secret(round_id))  # first: refused before any change for the host's user
+        while guess_ids := await redis.zrange(keys.scored(round_id), 0, batch - 1):
+            await redis.unlink(*(keys.guess(_text(raw)) for raw in guess_ids))
+            await redis.zrem(keys.scored(round_id), *guess_ids)
+        cursor = 0
+        while True:  # a page may be empty before the end: the cursor says when it is (0)
+            cursor, counts = await redis.hscan(keys.quota(round_id), cursor, count=batch)
+            players = [_text(raw) for raw in counts]
+            for player_id in players:
+                await redis.unlink(
+                    keys.submitted(round_id, player_id),
+                    keys.played(round_id, player_id),
+                    keys.proven(round_id, player_id),
+                    keys.locks(round_id, player_id),
+                )
+            if players:
+                await redis.hdel(keys.quota(round_id), *players)
+            if int(cursor) == 0:
+                break
+        async with redis.pipeline(transaction=True) as pipe:
+            pipe.unlink(
+                keys.charges(round_id),
+                keys.refunds(round_id),
+                keys.standing(round_id),
+                keys.board(round_id),
+                keys.events(round_id),
+                keys.revealed(round_id),
+                keys.quota(round_id),
+                keys.round(round_id),
+            )
+            pipe.zrem(keys.rounds, round_id)
+            pipe.zrem(keys.retained, round_id)
+            await pipe.execute()

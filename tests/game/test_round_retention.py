@@ -1,0 +1,105 @@
+"""Closed rounds keep their summary for good and their per-guess data for the retention
+(:mod:`codemojex.retention`): many short rounds played with a tiny retention leave the key count flat
+and the memory growing by the summaries alone; a round within the retention keeps everything; the
+players' wallets and ledgers are never touched."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+
+from codemojex import guesses, history, players, retention, rounds, schedule, score_worker
+from codemojex.game import Game, GameSettings
+from codemojex.upkeep import Upkeep
+from echomq import Bus, Settings, Worker
+from tests.support.game import KEYBOARD, SECRET, text
+from tests.support.workers import eventually, running
+
+WRONG = "🍎🍌🍒🍇🍑🍍"
+
+
+@pytest.fixture
+async def rich_game(redis_server, tag) -> AsyncIterator[Game]:
+    """A game whose players can pay for every guess and whose bus keeps no finished job row."""
+    bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(result_ttl_ms=0, dedup_window_ms=0))
+    the_game = Game(bus, GameSettings(grant=(("coin", 100_000),)))
+    yield the_game
+    await the_game.aclose()
+
+
+def _keys(client, tag):
+    """Every key of the game and of its bus (the secrets' cmxs: included) without an expiry: one with
+    an expiry (a claim's lost-reply record, kept one lease) is bounded by time, not by rounds."""
+    found = []
+    for pattern in (f"cmx:{{{tag}}}:*", f"cmxs:{{{tag}}}:*", f"emq:{{{tag}}}:*"):
+        found += [raw.decode() for raw in client.scan_iter(match=pattern, count=1000)]
+    return sorted(key for key in found if client.pttl(key) == -1)
+
+
+def _shapes(keys):
+    """The kinds of keys: names with their ids (RND..., PLR..., JOB..., hex) left out."""
+    return {re.sub(r"(RND|PLR|JOB|GES|OPR)[0-9A-Z]{20,}|[0-9a-f]{24,}", "*", key) for key in keys}
+
+
+def _memory(client, keys, *, skip=(":ledger:", ":summaries")):
+    return sum(client.memory_usage(key) or 0 for key in keys if not any(part in key for part in skip))
+
+
+async def _play_rounds(game, upkeep, people, count):
+    for _ in range(count):
+        played = await rounds.open_round(game, keyboard=list(KEYBOARD), secret=list(SECRET))
+        for index, person in enumerate(people):
+            await guesses.submit(game, played.id, person.id, WRONG)
+            await guesses.submit(game, played.id, person.id, text(SECRET) if index == 0 else WRONG)
+        async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+            await eventually(lambda w=worker: w.processed == 2 * len(people), what="scored")
+        await rounds.close_round(game, played.id)
+        await upkeep.run_pass()  # concludes it, and purges it at once (retention 0)
+
+
+async def test_many_rounds_leave_the_key_count_flat(rich_game, sync_redis, tag):
+    game = rich_game
+    await schedule.write_settings(game, schedule.RoundSettings(retention_s=0))
+    people = [await players.register(game, name) for name in ("Ada", "Bob", "Cy")]
+    upkeep = Upkeep(game, every_s=0.1)
+    await _play_rounds(game, upkeep, people, 5)
+    keys_before = _keys(sync_redis, tag)
+    memory_before = _memory(sync_redis, keys_before)
+    summaries_before = sync_redis.memory_usage(game.keys.summaries)
+    await _play_rounds(game, upkeep, people, 20)
+    keys_after = _keys(sync_redis, tag)
+    assert len(keys_after) <= len(keys_before), "20 more rounds leave no key behind"
+    assert _shapes(keys_after) <= _shapes(keys_before), "no kind of key appears"
+    assert _memory(sync_redis, keys_after) <= memory_before * 1.1 + 1024
+    per_round = (sync_redis.memory_usage(game.keys.summaries) - summaries_before) / 20
+    assert per_round < 1024, f"a summary takes {per_round:.0f} bytes a round"
+    assert len(await history.list_history(game, 100)) == 25
+    assert all(s.secret == SECRET and s.guesses == 6 for s in await history.list_history(game, 100))
+    for person in people:  # a player's own wallet and ledger are not round data
+        assert sync_redis.llen(game.keys.ledger(person.id)) == 2 * 25 + 1
+
+
+async def test_a_round_within_its_retention_keeps_its_guesses(game, the_round, player, sync_redis):
+    await schedule.write_settings(game, schedule.RoundSettings(retention_s=3600))
+    await guesses.submit(game, the_round.id, player.id, WRONG)
+    async with running(Worker(game.bus, score_worker.ScoreWorker(game).handle)) as worker:
+        await eventually(lambda: worker.processed == 1, what="scored")
+    await rounds.close_round(game, the_round.id)
+    await Upkeep(game, every_s=0.1).run_pass()
+    assert await history.read_summary(game, the_round.id) is not None
+    assert len(await guesses.player_guesses(game, the_round.id, player.id)) == 1
+    assert sync_redis.zscore(game.keys.retained, the_round.id) is not None
+    await retention.purge(game, retention_s=0)
+    assert await guesses.player_guesses(game, the_round.id, player.id) == []
+    assert not sync_redis.exists(game.keys.round(the_round.id), game.keys.secret(the_round.id))
+    summary = await history.read_summary(game, the_round.id)
+    assert summary is not None
+    assert summary.secret == SECRET
+    assert summary.guesses == 1
+
+
+async def test_an_open_or_unconcluded_round_is_never_purged(game, the_round, sync_redis):
+    await retention.purge(game, retention_s=0)
+    assert sync_redis.exists(game.keys.round(the_round.id), game.keys.secret(the_round.id)) == 2
