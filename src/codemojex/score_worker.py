@@ -90,6 +90,7 @@ def score_call(
             keys.wallet(request.player),
             keys.ledger(request.player),
             keys.played(request.round, request.player),
+            keys.results(request.player),
         ],
         [
             claim.job,

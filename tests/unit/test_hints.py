@@ -87,7 +87,8 @@ def test_the_share_grid_of_an_unsolved_round_and_uncounted_guesses():
     assert share_grid("RND1", [row("-N----", 1), row("HH----", 2)]) == (
         "Codemojex RND1 · 2 tries, not solved\n⬜🟨⬜⬜⬜⬜\n🟩🟩⬜⬜⬜⬜"
     )
-    assert share_grid("RND1", [row("HHHHHH", 1), row("------", 0)]) == "Codemojex RND1 · solved in 1\n🟩🟩🟩🟩🟩🟩"
+    solved = share_grid("RND1", [row("HHHHHH", 1), row("------", 0)])
+    assert solved == "Codemojex RND1 · solved in 1\n🟩🟩🟩🟩🟩🟩"
     assert share_grid("RND1", []) is None
 
 

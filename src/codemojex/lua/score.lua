@@ -54,6 +54,10 @@
     KEYS[14] wallet   (hash)    the player's balances
     KEYS[15] ledger   (list)    the player's append-only ledger
     KEYS[16] played   (zset)    the player's GES ids in the round at score 0: the order their standing folds
+    KEYS[17] results  (hash)    cmx:{t}:results:<PLR>, RND -> attempts to solve it, 0 played unsolved (the
+                                player's stats, codemojex.player_stats): set with each record written, from
+                                the standing just folded, so redeliveries add nothing and any delivery
+                                order ends at the admission-order value
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -85,7 +89,7 @@
 local jobKey, activeKey, doneKey, statsKey, guessKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local latencyKey, playedKey = KEYS[11], KEYS[16]
+local latencyKey, playedKey, resultsKey = KEYS[11], KEYS[16], KEYS[17]
 local refundsKey, chargesKey, walletKey, ledgerKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local jobId, token, request = ARGV[1], ARGV[2], ARGV[3]
 local guessId, roundId, playerId = ARGV[4], ARGV[5], ARGV[6]
@@ -244,8 +248,19 @@ if redis.call('EXISTS', guessKey) == 0 then
     'attempt', attempt, 'counted', counted)
   redis.call('ZADD', scoredKey, 0, guessId)
   redis.call('ZADD', playedKey, 0, guessId)
+  -- [play: stats and solve notices] The player's result in the round (attempts to solve, 0 unsolved);
+  -- 'newly' marks the one record whose scoring turned the standing solved (a notice to everyone watching).
+  local newly = '0'
+  if s.solved then
+    redis.call('HSET', resultsKey, roundId, s.attempts)
+    if not (old and string.sub(old, 1, 1) == '0') then newly = '1' end
+  else
+    redis.call('HSETNX', resultsKey, roundId, 0)
+  end
+  -- [end play]
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
-    'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
+    'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length),
+    'newly', newly, 'attempts', s.attempts)
   observe(math.max(0, now - submitted))
 end
 
