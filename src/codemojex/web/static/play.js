@@ -13,6 +13,10 @@ import {
   el, clear, setText, byTestId, showMessage, renderMarks, friendlyError,
   formatClock, formatDuration, serverClock, every,
 } from "/static/common.js";
+import { markKeys } from "/static/marks.js";
+import { renderShare, wireShare } from "/static/share.js";
+import { showSolveNotice, clearNotices } from "/static/notices.js";
+import { refreshStats } from "/static/stats.js";
 
 const LENGTH = 6;
 const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
@@ -42,6 +46,10 @@ const ui = {
   keyboard: byTestId("keyboard"),
   submit: byTestId("submit"),
   clearButton: byTestId("clear"),
+  prefill: byTestId("prefill"),
+  notices: byTestId("notices"),
+  share: byTestId("share"),
+  stats: byTestId("stats"),
   guesses: byTestId("guesses"),
   guessCount: document.getElementById("guess-count"),
   noGuesses: document.getElementById("no-guesses"),
@@ -56,6 +64,8 @@ const state = {
   cursor: 0,
   locks: {},
   proven: {},
+  keys: {}, // key -> "in" | "out", what the player's scored guesses prove (marks.js)
+  share: null, // the share grid's text (share.js)
   guesses: [],
   wallet: null,
   retry: null, // {fingerprint, key}: the Idempotency-Key of a guess whose effect is unknown
@@ -161,6 +171,7 @@ async function startGame() {
     showMessage(ui.message, friendlyError(err), "error");
   }
   refreshWallet().catch(() => {});
+  refreshStats(call, ui.stats).catch(() => {});
   loadRound();
 }
 
@@ -212,6 +223,9 @@ function setRound(round) {
     state.guesses = [];
     state.locks = {};
     state.proven = {};
+    state.keys = {};
+    state.share = null;
+    clearNotices(ui.notices);
     state.retry = null;
     showMessage(ui.message, "");
     renderKeyboard();
@@ -340,6 +354,11 @@ async function openEvents() {
   });
   source.addEventListener("scored", onScoredEvent);
   source.addEventListener("leaderboard", onBoardEvent);
+  source.addEventListener("solved", (event) => {
+    const data = parseEvent(event);
+    if (!data || !state.round || data.round_id !== state.round.round_id) return;
+    showSolveNotice(ui.notices, data, state.session && state.session.player_id);
+  });
   source.addEventListener("resync", () => {
     refreshGuesses().catch(() => {});
     refreshBoard().catch(() => {});
@@ -429,15 +448,21 @@ async function refreshGuesses() {
   const data = await call("GET", roundPath("/guesses"));
   if (!state.round || state.round.round_id !== roundId) return;
   const wasPending = state.guesses.filter((g) => PENDING.has(g.state)).length;
+  const wasScored = state.guesses.filter((g) => g.feedback).length;
   state.guesses = data.guesses || [];
   state.locks = data.locks || {};
   state.proven = data.proven || {};
+  state.keys = data.keys || {};
+  state.share = data.share || null;
+  markKeys(ui.keyboard, state.keys);
+  renderShare(ui.share, state.share, { roundId, solved: isSolved() });
   const nowPending = state.guesses.filter((g) => PENDING.has(g.state)).length;
   normalizeCursor();
   renderGuesses();
   renderSlots();
   renderInputEnabled();
   if (nowPending < wasPending) refreshBoard().catch(() => {});
+  if (state.guesses.filter((g) => g.feedback).length > wasScored) refreshStats(call, ui.stats).catch(() => {});
   reportScored();
 }
 
@@ -567,6 +592,21 @@ function clearSlots() {
   renderSlots();
 }
 
+/** The newest admitted guess of six keys, or null. */
+function lastGuess() {
+  const last = [...state.guesses].reverse().find((g) => Array.isArray(g.guess) && g.guess.length === LENGTH);
+  return last ? last.guess : null;
+}
+
+/** Fill the unlocked slots with the last guess, to edit it (locked positions stay the server's). */
+function prefillLast() {
+  const last = lastGuess();
+  if (!canType() || !last) return;
+  for (let i = 0; i < LENGTH; i += 1) state.slots[i] = isLocked(i) ? null : last[i];
+  state.cursor = LENGTH;
+  renderSlots();
+}
+
 function onSlotClick(event) {
   const slot = event.target.closest('[data-testid="slot"]');
   if (!slot || !canType()) return;
@@ -592,6 +632,8 @@ function onKeydown(event) {
     ArrowRight: () => moveCursor(1),
     Escape: () => canType() && clearSlots(),
     Enter: submit,
+    r: prefillLast,
+    R: prefillLast,
   };
   if (/^[1-9]$/.test(event.key)) {
     const key = (state.round.keyboard || [])[Number(event.key) - 1];
@@ -651,6 +693,7 @@ function renderInputEnabled() {
   const typing = canType();
   ui.keyboard.querySelectorAll("button").forEach((b) => { b.disabled = !typing; });
   ui.clearButton.disabled = !typing;
+  ui.prefill.disabled = !typing || !lastGuess();
   const complete = currentGuess() !== null;
   ui.submit.disabled = !typing || !complete;
   ui.submit.textContent = state.submitting ? "Submitting…" : state.retry ? "Retry guess" : "Submit guess";
@@ -818,6 +861,8 @@ function boot() {
   });
   ui.submit.addEventListener("click", submit);
   ui.clearButton.addEventListener("click", clearSlots);
+  ui.prefill.addEventListener("click", prefillLast);
+  wireShare(ui.share);
   ui.nextRound.addEventListener("click", onNextRound);
   document.addEventListener("keydown", onKeydown);
   window.addEventListener("pagehide", closeEvents);
