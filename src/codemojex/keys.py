@@ -28,7 +28,7 @@ key                         type    holds
 ``played:<RND>:<PLR>``      zset    the player's GES in the round at score 0: the order their standing folds
 ``standing:<RND>``          hash    player -> their leaderboard member (see codemojex.ranking)
 ``board:<RND>``             zset    the leaderboard: members at score 0, in rank order by bytes
-``results:<PLR>``           hash    RND -> attempts the player took to solve it, 0 played unsolved (stats)
+``results:<PLR>``           hash    RND -> attempts to solve, 0 unsolved, latest rounds; older ones folded
 ``proven:<RND>:<PLR>``      hash    position -> the key a scored guess proved a hit there
 ``locks:<RND>:<PLR>``       hash    position -> key the player locked (a proven hit)
 ``events:<RND>``            stream  scored guesses and board changes, capped, for live pages

@@ -107,6 +107,7 @@ def score_call(
             1 if finish else 0,
             game.settings.events_cap,
             *finish_args(game.bus),
+            game.settings.results_kept,
         ],
     )
 

@@ -6,6 +6,9 @@ played (had a guess scored in) and have not solved. Round ids sort in the order 
 
 * **played**: rounds with at least one scored guess of the player; **solved**: those they solved;
 * **best attempts**: the fewest attempts of a solved round (None before the first solve);
+Only the player's latest played rounds are kept one by one (``GameSettings.results_kept``); older ones
+are folded by ``score.lua`` into a :class:`Folded` summary, the same fold as here, taken as the start.
+
 * **streak**: the player's played rounds taken in round order; a solved round extends the run, a
   *closed* round they did not solve ends it (back to 0); a round still open that they have not solved
   yet does neither (they may still solve it). **current streak** is the run after the last played round,
@@ -27,10 +30,25 @@ class PlayerStats:
     best_streak: int
 
 
-def summarize(results: Mapping[str, int], open_rounds: Container[str]) -> PlayerStats:
-    """The stats of ``results`` (round id -> attempts to solve, 0 unsolved); ``open_rounds`` holds the
-    rounds still open (an unsolved one there does not end a streak)."""
-    run = best_run = 0
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """The fold of the player's rounds before the ones kept one by one (all taken as closed)."""
+
+    played: int = 0
+    solved: int = 0
+    best_attempts: int | None = None
+    run: int = 0
+    best_run: int = 0
+
+
+def summarize(
+    results: Mapping[str, int], open_rounds: Container[str], folded: Folded | None = None
+) -> PlayerStats:
+    """The stats of ``results`` (round id -> attempts to solve, 0 unsolved) after ``folded`` (None:
+    nothing folded); ``open_rounds`` holds the rounds still open (an unsolved one there does not end a
+    streak)."""
+    folded = folded or Folded()
+    run, best_run = folded.run, folded.best_run
     for round_id in sorted(results):
         if results[round_id] > 0:
             run += 1
@@ -38,4 +56,12 @@ def summarize(results: Mapping[str, int], open_rounds: Container[str]) -> Player
         elif round_id not in open_rounds:
             run = 0
     solved = [attempts for attempts in results.values() if attempts > 0]
-    return PlayerStats(len(results), len(solved), min(solved, default=None), run, best_run)
+    if folded.best_attempts is not None:
+        solved.append(folded.best_attempts)
+    return PlayerStats(
+        folded.played + len(results),
+        folded.solved + len([a for a in results.values() if a > 0]),
+        min(solved, default=None),
+        run,
+        best_run,
+    )

@@ -6,12 +6,13 @@ written only with a new record; :func:`codemojex.player_stats.read_stats` summar
 
 from __future__ import annotations
 
-from codemojex import guesses, player_stats, rounds, score_worker
+from codemojex import guesses, player_stats, players, rounds, score_worker
 from codemojex.engine import score
+from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome
 from codemojex.payload import decode_payload
 from codemojex.streaks import PlayerStats
-from echomq import Finish, Job
+from echomq import Bus, Finish, Job
 from tests.support.game import KEYBOARD, SECRET, GameProbe, claim_job, text
 
 MISS = ("🍑",) * 6
@@ -110,3 +111,37 @@ async def test_the_streak_over_three_rounds(game, player):
         await score_all(game)
         await rounds.close_round(game, the_round.id)
     assert await player_stats.read_stats(game, player.id) == PlayerStats(3, 3, 1, 3, 3)
+
+
+async def test_results_past_the_kept_rounds_fold_into_a_summary(redis_server, tag, game_probe):
+    """With 2 rounds kept: four rounds played leave two round fields and a summary, and the stats are
+    those of all four; a late guess of a round already folded changes nothing."""
+    small = Game(Bus.from_url(redis_server.url, tag=tag), GameSettings(results_kept=2))
+    try:
+        ada = await players.register(small, "Ada")
+        first = await new_round(small)
+        late = await admit(small, first.id, ada.id, MISS)  # scored only after the fold
+        round_ids = [first.id]
+        for plays in ((SECRET,), (MISS,), (NEAR, SECRET), (SECRET,)):
+            the_round = await new_round(small)
+            round_ids.append(the_round.id)
+            for guess in plays:
+                await admit(small, the_round.id, ada.id, guess)
+            while claims := await small.bus.claim(10, lease_ms=30_000):
+                for claim in claims:
+                    if claim.job == late:
+                        held = claim
+                        continue
+                    assert await score_worker.handle(small, Job(claim)) is Finish.DONE
+            await rounds.close_round(small, the_round.id)
+        expected = PlayerStats(4, 3, 1, 2, 2)  # R2 solved, R3 missed, R4 solved in 2, R5 solved in 1
+        assert await player_stats.read_stats(small, ada.id) == expected
+        stored = {
+            k.decode(): v.decode() for k, v in game_probe.client.hgetall(small.keys.results(ada.id)).items()
+        }
+        assert sorted(k for k in stored if k.startswith("RND")) == round_ids[-2:]
+        assert stored["upto"] == round_ids[2]
+        assert await score_worker.handle(small, Job(held)) is Finish.DONE  # R1's guess, long after
+        assert await player_stats.read_stats(small, ada.id) == expected
+    finally:
+        await small.aclose()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemojex.streaks import PlayerStats, summarize
+from codemojex.streaks import Folded, PlayerStats, summarize
 
 R1, R2, R3, R4, R5 = (f"RND{n}" for n in range(1, 6))
 
@@ -41,3 +41,11 @@ def test_an_open_round_not_solved_yet_neither_ends_nor_extends_it():
 def test_rounds_not_played_do_not_break_a_streak():
     """Only played rounds count: R2 skipped between two solved rounds keeps the streak at 2."""
     assert summarize({R1: 2, R3: 2}, set()).current_streak == 2
+
+
+def test_the_kept_rounds_continue_the_fold_of_the_older_ones():
+    """Folded: 5 played, 4 solved, best 2, a run of 3 (best 4); then R1 solved in 1 and R2 solved: 7
+    played, 6 solved, best 1, current 5, best 5."""
+    folded = Folded(played=5, solved=4, best_attempts=2, run=3, best_run=4)
+    assert summarize({R1: 1, R2: 3}, set(), folded) == PlayerStats(7, 6, 1, 5, 5)
+    assert summarize({R1: 0}, set(), folded) == PlayerStats(6, 4, 2, 0, 4)

@@ -76,6 +76,9 @@
              which trims a few expired done rows as it completes: see echomq's includes/trim.lua)
     ARGV[15] result ttl (ms): how long a done row is kept whole
     ARGV[16] dedup window (ms): how long after its finish a tombstone absorbs duplicates
+    ARGV[17] rounds kept one by one in KEYS[17]; past that the oldest fold into its summary fields
+             (played, solved, best, run, best_run, upto: codemojex.player_stats), and a record of a round
+             at or before 'upto' leaves it unchanged
 
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
@@ -96,6 +99,7 @@ local guessId, roundId, playerId = ARGV[4], ARGV[5], ARGV[6]
 local guess, code, hits, nears, length = ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local finish, eventsCap = ARGV[12], tonumber(ARGV[13])
 local prefix, resultTtl, dedupWindow = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
+local resultsKept = tonumber(ARGV[17])
 
 -- @include "finish"
 
@@ -131,6 +135,57 @@ end
 local function legacy(member)
   return member ~= false and member ~= nil and string.sub(member, 4, 4) ~= '@'
 end
+
+-- [play: stats] Byte order of two ids (never Lua's locale-dependent '<'): true if a sorts before b.
+local function bytes_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- The player's result in this round (attempts to solve, 0 unsolved), then the oldest kept rounds past
+-- resultsKept folded into the summary (the fold of codemojex.streaks.summarize, folded rounds taken as
+-- closed). A round at or before 'upto' is folded already: left as it is.
+local function record_result(attempts)
+  local upto = redis.call('HGET', resultsKey, 'upto')
+  if upto and not bytes_before(upto, roundId) then return end
+  if attempts > 0 then
+    redis.call('HSET', resultsKey, roundId, attempts)
+  elseif redis.call('HSETNX', resultsKey, roundId, 0) == 0 then
+    return
+  end
+  local kept = redis.call('HLEN', resultsKey)
+  if upto then kept = kept - 6 end
+  if kept <= resultsKept then return end
+  local all = redis.call('HGETALL', resultsKey)
+  local rows = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 3) == 'RND' then rows[#rows + 1] = {all[i], tonumber(all[i + 1])} end
+  end
+  table.sort(rows, function(x, y) return bytes_before(x[1], y[1]) end)
+  local f = redis.call('HMGET', resultsKey, 'played', 'solved', 'best', 'run', 'best_run')
+  local played, solved, best = tonumber(f[1]) or 0, tonumber(f[2]) or 0, tonumber(f[3]) or 0
+  local run, bestRun = tonumber(f[4]) or 0, tonumber(f[5]) or 0
+  for i = 1, #rows - resultsKept do
+    local id, took = rows[i][1], rows[i][2]
+    played = played + 1
+    if took > 0 then
+      solved = solved + 1
+      if best == 0 or took < best then best = took end
+      run = run + 1
+      if run > bestRun then bestRun = run end
+    else
+      run = 0
+    end
+    redis.call('HDEL', resultsKey, id)
+    upto = id
+  end
+  redis.call('HSET', resultsKey, 'played', played, 'solved', solved, 'best', best, 'run', run,
+    'best_run', bestRun, 'upto', upto)
+end
+-- [end play]
 
 local refused = fence(jobKey, statsKey, token, request)
 if refused then return refused end
@@ -252,10 +307,10 @@ if redis.call('EXISTS', guessKey) == 0 then
   -- 'newly' marks the one record whose scoring turned the standing solved (a notice to everyone watching).
   local newly = '0'
   if s.solved then
-    redis.call('HSET', resultsKey, roundId, s.attempts)
+    record_result(s.attempts)
     if not (old and string.sub(old, 1, 1) == '0') then newly = '1' end
   else
-    redis.call('HSETNX', resultsKey, roundId, 0)
+    record_result(0)
   end
   -- [end play]
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
