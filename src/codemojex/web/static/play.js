@@ -7,6 +7,9 @@
 // the fallback. A 401 anywhere (an expired, rotated or revoked token) forgets the session and shows the
 // join form again, the old name filled in. The token is rotated on start when past half its life;
 // "Log out" revokes it on the server before forgetting it here.
+// Play aids live in their own modules: marks.js (keys proved in/out), share.js (the share grid),
+// notices.js (solve notices from the stream's `solved` events), stats.js (GET /api/me/stats); "↺ Last
+// guess" (or R) fills the slots with the newest guess to edit (prefillLast).
 
 import {
   api, ApiError, isRetryable, getSession, clearSession, join, renewToken, logout, newIdempotencyKey,
