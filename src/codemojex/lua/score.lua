@@ -8,7 +8,8 @@
   changes no count. An empty request id fences by the token alone. Then the
   effect is idempotent on the job id: the GES record is written only if absent, and only when it is
   written do the counts move (the player's standing on the leaderboard, the counted attempts of their
-  records, their proven hits, the round's scored sets, one event, the submit->scored latency histogram).
+  records, their proven hits, the round's scored sets, their stats result (KEYS[17]), one event, the
+  submit->scored latency histogram).
   A redelivered job that finds its record runs as a no-op and completes.
 
   The standing is a function of the player's scored records taken in admission order, never of the
