@@ -36,7 +36,7 @@ KEY_COUNTS: dict[str, int] = {
     "close_round": 3,
     "credit": 4,
     "submit": 17,
-    "score": 16,
+    "score": 17,
     "lock": 4,
     "refund": 10,
     "admit": 3,
@@ -116,6 +116,7 @@ class GameSettings:
     events_cap: int = 1000  # entries kept in a round's event stream
     token_lifetime_ms: int = 30 * DAY_MS  # an API token's life from its issue (codemojex.tokens)
     trial_ms: int = DAY_MS  # a player with no admitted guess this long after joining is deleted (trials)
+    results_kept: int = 64  # a player's latest played rounds kept one by one for stats (player_stats)
 
     def __post_init__(self) -> None:
         check_prices(self.grant, what="grant")
@@ -127,6 +128,7 @@ class GameSettings:
             ("events_cap", 1, 1_000_000),
             ("token_lifetime_ms", 100, 366 * DAY_MS),
             ("trial_ms", 100, 366 * DAY_MS),
+            ("results_kept", 1, 10_000),
         ):
             check_int(name, getattr(self, name), low, high)
 

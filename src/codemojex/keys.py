@@ -28,6 +28,7 @@ key                         type    holds
 ``played:<RND>:<PLR>``      zset    the player's GES in the round at score 0: the order their standing folds
 ``standing:<RND>``          hash    player -> their leaderboard member (see codemojex.ranking)
 ``board:<RND>``             zset    the leaderboard: members at score 0, in rank order by bytes
+``results:<PLR>``           hash    RND -> attempts to solve, 0 unsolved, latest rounds; older ones folded
 ``proven:<RND>:<PLR>``      hash    position -> the key a scored guess proved a hit there
 ``locks:<RND>:<PLR>``       hash    position -> key the player locked (a proven hit)
 ``events:<RND>``            stream  scored guesses and board changes, capped, for live pages
@@ -169,6 +170,9 @@ class GameKeys:
 
     def board(self, round_id: str) -> str:
         return f"{self.prefix}board:{check_id(round_id, ROUND)}"
+
+    def results(self, player_id: str) -> str:
+        return f"{self.prefix}results:{check_id(player_id, PLAYER)}"
 
     def proven(self, round_id: str, player_id: str) -> str:
         return f"{self.prefix}proven:{check_id(round_id, ROUND)}:{check_id(player_id, PLAYER)}"

@@ -178,6 +178,10 @@ async def _retire(
     )
     code = int(reply[0])
     if code == 1:
+        # The demo player's stats (score.lua's results:<PLR>) go too: a player registered again starts
+        # anew. Apart from retire.lua's step: a demo proof's stats are shown nowhere.
+        with translate_errors():
+            await demo.redis.delete(keys.results(player_id))
         return 1, 0
     if code == 2:
         return 0, int(reply[1])

@@ -90,6 +90,7 @@ def score_call(
             keys.wallet(request.player),
             keys.ledger(request.player),
             keys.played(request.round, request.player),
+            keys.results(request.player),
         ],
         [
             claim.job,
@@ -106,6 +107,7 @@ def score_call(
             1 if finish else 0,
             game.settings.events_cap,
             *finish_args(game.bus),
+            game.settings.results_kept,
         ],
     )
 

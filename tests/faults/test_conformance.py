@@ -195,6 +195,16 @@ def test_the_checks_catch_a_board_that_is_not_the_ranking(finished_run, sync_red
     assert any("the board" in violation for violation in report.violations)
 
 
+def test_the_checks_catch_a_stats_result_that_is_not_the_fold(finished_run, sync_redis, tag):
+    """A player's stats result in the round (results:<PLR>) that is not their fold is a violation."""
+    _, game_keys, job = _one_scored_job(sync_redis, tag)
+    player = json.loads(sync_redis.hget(f"emq:{{{tag}}}:job:{job}", "payload"))["player"]
+    round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
+    sync_redis.hset(game_keys.results(player), round_id, 99)
+    report = finished_run.recheck()
+    assert any(f"{player}'s stats result is 99" in violation for violation in report.violations)
+
+
 def test_the_checks_catch_attempts_that_are_not_the_admission_order_fold(finished_run, sync_redis, tag):
     """A record renumbered out of admission order, and a standing that is not its fold, are violations."""
     _, game_keys, job = _one_scored_job(sync_redis, tag)

@@ -8,7 +8,8 @@ the acknowledgement (``score.lua`` with ``finish=False``, the fault hook, then t
 come back late with a reaped claim (stale). Whatever the story, once every job is done the board, each
 player's standing and each record's attempt are the pure fold of the admitted guesses in admission
 order (JOB id order) with their admission times, computed here from the admissions alone, and the board
-equals :func:`codemojex.leaderboard.recompute` of the records.
+equals :func:`codemojex.leaderboard.recompute` of the records; so does each player's result in the round
+kept for their stats (``results:<PLR>``: attempts to solve, 0 unsolved).
 
 Leases are 60 s and never run out by themselves: expiry is simulated (tests/support/probe.py).
 """
@@ -192,6 +193,9 @@ async def play(
                 guess_of(a.job) for a in admitted if a.player == player
             )
         assert [record.id for record in records] == sorted(guess_of(a.job) for a in admitted)
+        for player, standing in standings.items():  # the stats' per-round result: the same fold
+            result = client.hget(game.keys.results(player), round_id)
+            assert result == str(standing.attempts if standing.solved else 0).encode()
     finally:
         await story.aclose()
 

@@ -242,6 +242,7 @@ async def test_demo_keys_stay_bounded_over_many_rounds_and_the_real_game_is_unto
             assert await rounds.list_rounds(demo, 10) == [live]
             # The player of the first round alone was deleted when it was purged ...
             assert game_probe.client.exists(demo.keys.player(once)) == 0
+            assert game_probe.client.exists(demo.keys.results(once)) == 0  # their stats too
             # ... and plays again: registered anew, with a fresh demo grant.
             await _play(demo, live.id, once, 1)
             await eventually(lambda: worker.processed == total + 1, what="the returning player's job")

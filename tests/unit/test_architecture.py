@@ -142,6 +142,8 @@ PURE = (
     "codemojex.ranking",
     "codemojex.names",
     "codemojex.errors",
+    "codemojex.hints",
+    "codemojex.streaks",
 )
 
 

@@ -17,7 +17,8 @@ promise at once instead of stopping at the first:
 * :func:`leaderboard`: the board equals the ranking recomputed from the GES records in admission order
   (:func:`codemojex.leaderboard.fold_records`), each player's stored standing is their fold, and each
   record's ``attempt`` and ``counted`` are the ones that fold gives it: a pure function of the admitted
-  guesses, whatever order the faults delivered them in.
+  guesses, whatever order the faults delivered them in; so is each player's result in the round kept for
+  their stats (``results:<PLR>``: attempts to solve, 0 unsolved; no entry without a scored guess).
 * :func:`dead_unhandled`: no job is dead-lettered unless a handler ran it (the workers' handler starts,
   :mod:`.starts`), or the worker that held it last died or was stopped by a fault: a claim whose reply
   was lost must not spend a job's last try.
@@ -66,6 +67,7 @@ class GameState:
     submitted: dict[str, set[str]]  # player -> JOB ids admitted (the host's own index)
     observed: int  # effects score.lua applied (its latency histogram's count: one per record written)
     refunds: dict[str, str] = field(default_factory=dict)  # JOB -> refunded | recharged | unpaid
+    results: dict[str, int] = field(default_factory=dict)  # player -> their stats' result in the round
 
 
 def read_game(client: Client, keys: GameKeys, round_id: str, players: Iterable[str]) -> GameState:
@@ -90,7 +92,12 @@ def read_game(client: Client, keys: GameKeys, round_id: str, players: Iterable[s
     }
     observed = int(client.hget(keys.latency, "count") or 0)
     refunds = {job.decode(): mark.decode() for job, mark in client.hgetall(keys.refunds(round_id)).items()}
-    return GameState(records, events, standings, board, submitted, observed, refunds)
+    results = {}
+    for player in sorted(set(submitted) | set(standings)):
+        result = client.hget(keys.results(player), round_id)
+        if result is not None:
+            results[player] = int(result)
+    return GameState(records, events, standings, board, submitted, observed, refunds, results)
 
 
 def exactly_once(
@@ -228,6 +235,11 @@ def leaderboard(state: GameState) -> list[str]:
         for guess_id, record in sorted(state.records.items())
         if (record.counted, record.attempt) != folded.attempts[guess_id]
     ]
+    for player in sorted(set(folded.standings) | set(state.results)):
+        standing = folded.standings.get(player)
+        want = None if standing is None else standing.attempts if standing.solved else 0
+        if state.results.get(player) != want:
+            problems.append(f"{player}'s stats result is {state.results.get(player)}, the fold gives {want}")
     return problems
 
 

@@ -8,7 +8,8 @@
   changes no count. An empty request id fences by the token alone. Then the
   effect is idempotent on the job id: the GES record is written only if absent, and only when it is
   written do the counts move (the player's standing on the leaderboard, the counted attempts of their
-  records, their proven hits, the round's scored sets, one event, the submit->scored latency histogram).
+  records, their proven hits, the round's scored sets, their stats result (KEYS[17]), one event, the
+  submit->scored latency histogram).
   A redelivered job that finds its record runs as a no-op and completes.
 
   The standing is a function of the player's scored records taken in admission order, never of the
@@ -54,6 +55,10 @@
     KEYS[14] wallet   (hash)    the player's balances
     KEYS[15] ledger   (list)    the player's append-only ledger
     KEYS[16] played   (zset)    the player's GES ids in the round at score 0: the order their standing folds
+    KEYS[17] results  (hash)    cmx:{t}:results:<PLR>, RND -> attempts to solve it, 0 played unsolved (the
+                                player's stats, codemojex.player_stats): set with each record written, from
+                                the standing just folded, so redeliveries add nothing and any delivery
+                                order ends at the admission-order value
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -72,6 +77,9 @@
              which trims a few expired done rows as it completes: see echomq's includes/trim.lua)
     ARGV[15] result ttl (ms): how long a done row is kept whole
     ARGV[16] dedup window (ms): how long after its finish a tombstone absorbs duplicates
+    ARGV[17] rounds kept one by one in KEYS[17]; past that the oldest fold into its summary fields
+             (played, solved, best, run, best_run, upto: codemojex.player_stats), and a record of a round
+             at or before 'upto' leaves it unchanged
 
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
@@ -85,13 +93,14 @@
 local jobKey, activeKey, doneKey, statsKey, guessKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local standingKey, boardKey, provenKey, scoredKey, eventsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local latencyKey, playedKey = KEYS[11], KEYS[16]
+local latencyKey, playedKey, resultsKey = KEYS[11], KEYS[16], KEYS[17]
 local refundsKey, chargesKey, walletKey, ledgerKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local jobId, token, request = ARGV[1], ARGV[2], ARGV[3]
 local guessId, roundId, playerId = ARGV[4], ARGV[5], ARGV[6]
 local guess, code, hits, nears, length = ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local finish, eventsCap = ARGV[12], tonumber(ARGV[13])
 local prefix, resultTtl, dedupWindow = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
+local resultsKept = tonumber(ARGV[17])
 
 -- @include "finish"
 
@@ -127,6 +136,57 @@ end
 local function legacy(member)
   return member ~= false and member ~= nil and string.sub(member, 4, 4) ~= '@'
 end
+
+-- [play: stats] Byte order of two ids (never Lua's locale-dependent '<'): true if a sorts before b.
+local function bytes_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- The player's result in this round (attempts to solve, 0 unsolved), then the oldest kept rounds past
+-- resultsKept folded into the summary (the fold of codemojex.streaks.summarize, folded rounds taken as
+-- closed). A round at or before 'upto' is folded already: left as it is.
+local function record_result(attempts)
+  local upto = redis.call('HGET', resultsKey, 'upto')
+  if upto and not bytes_before(upto, roundId) then return end
+  if attempts > 0 then
+    redis.call('HSET', resultsKey, roundId, attempts)
+  elseif redis.call('HSETNX', resultsKey, roundId, 0) == 0 then
+    return
+  end
+  local kept = redis.call('HLEN', resultsKey)
+  if upto then kept = kept - 6 end
+  if kept <= resultsKept then return end
+  local all = redis.call('HGETALL', resultsKey)
+  local rows = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 3) == 'RND' then rows[#rows + 1] = {all[i], tonumber(all[i + 1])} end
+  end
+  table.sort(rows, function(x, y) return bytes_before(x[1], y[1]) end)
+  local f = redis.call('HMGET', resultsKey, 'played', 'solved', 'best', 'run', 'best_run')
+  local played, solved, best = tonumber(f[1]) or 0, tonumber(f[2]) or 0, tonumber(f[3]) or 0
+  local run, bestRun = tonumber(f[4]) or 0, tonumber(f[5]) or 0
+  for i = 1, #rows - resultsKept do
+    local id, took = rows[i][1], rows[i][2]
+    played = played + 1
+    if took > 0 then
+      solved = solved + 1
+      if best == 0 or took < best then best = took end
+      run = run + 1
+      if run > bestRun then bestRun = run end
+    else
+      run = 0
+    end
+    redis.call('HDEL', resultsKey, id)
+    upto = id
+  end
+  redis.call('HSET', resultsKey, 'played', played, 'solved', solved, 'best', best, 'run', run,
+    'best_run', bestRun, 'upto', upto)
+end
+-- [end play]
 
 local refused = fence(jobKey, statsKey, token, request)
 if refused then return refused end
@@ -244,8 +304,19 @@ if redis.call('EXISTS', guessKey) == 0 then
     'attempt', attempt, 'counted', counted)
   redis.call('ZADD', scoredKey, 0, guessId)
   redis.call('ZADD', playedKey, 0, guessId)
+  -- [play: stats and solve notices] The player's result in the round (attempts to solve, 0 unsolved);
+  -- 'newly' marks the one record whose scoring turned the standing solved (a notice to everyone watching).
+  local newly = '0'
+  if s.solved then
+    record_result(s.attempts)
+    if not (old and string.sub(old, 1, 1) == '0') then newly = '1' end
+  else
+    record_result(0)
+  end
+  -- [end play]
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
-    'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
+    'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length),
+    'newly', newly, 'attempts', s.attempts)
   observe(math.max(0, now - submitted))
 end
 

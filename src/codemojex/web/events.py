@@ -16,11 +16,12 @@ A client that can send headers may instead ``GET /api/events?round_id=...`` with
 ``invalid_ticket``; a closed round is 409 ``round_closed``; over a stream cap, 429 ``too_many_streams``.
 
 The stream (``text/event-stream`` framed by ``sse-starlette``) subscribes the caller to the round on the
-host's :class:`~codemojex.web.hub.Hub`: ``hello``, then ``scored``, ``leaderboard``, ``resync`` and, when
-the round closes, ``closed`` with the round's summary and winners (the stream then ends); when the
-token it was opened with no longer names the player (a logout, a rotation), ``revoked`` (the stream then
-ends: :mod:`codemojex.web.hub`); with a ping comment when the round is quiet. A client that does not
-read for :attr:`~codemojex.web.admission.Limits.stream_send_timeout_s` is ended.
+host's :class:`~codemojex.web.hub.Hub`: ``hello``, then ``scored``, ``leaderboard``, ``solved`` (a
+player solved the round), ``resync`` and, when the round closes, ``closed`` with the round's summary and
+winners (the stream then ends); when the token it was opened with no longer names the player (a logout,
+a rotation), ``revoked`` (the stream then ends: :mod:`codemojex.web.hub`); with a ping comment when the
+round is quiet. A client that does not read for
+:attr:`~codemojex.web.admission.Limits.stream_send_timeout_s` is ended.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ has subscribers with one blocking ``XREAD`` over all their streams, on one dedic
 own (not the request pool: a thousand streams on a thousand rounds hold one connection, not a thousand).
 A round joins the read from the entry that was last when its first subscriber came, so nothing scored
 after a subscription is missed. Entries fan out as a ``scored`` event to the guess's own player, then one
-``leaderboard`` event with the new top of the board to everyone watching the round (one pooled read).
+``leaderboard`` event with the new top of the board to everyone watching the round (one pooled read),
+then a ``solved`` notice to everyone watching for each player whose standing an entry turned solved
+(``score.lua`` marks that one record ``newly``, so a redelivery or a second solving guess adds none):
+the solver's name, attempts and rank, never their guesses.
 
 Admission (:mod:`codemojex.web.admission`): the hub caps the streams per player, per client address and
 in all (:class:`TooManyStreams`, answered 429 ``too_many_streams``). Each subscriber has a bounded queue:
@@ -50,6 +53,7 @@ BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round jo
 QUEUE_SIZE = 256
 BOARD_SHOWN = 20
 CLOSE_WAIT_MS = 5000  # after a close (and the conclusion's grace, with guesses queued), streams end anyway
+SOLVERS_READ = 1000  # the board read for a solve notice whose solver is past the shown top
 
 Event = tuple[str, dict[str, Any]]
 
@@ -192,8 +196,8 @@ class Hub:
                 for key, entries in reply or ():
                     round_id = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
                     if round_id in self.positions and entries:
-                        self.positions[round_id] = self._publish(round_id, entries)
-                        await self._publish_board(round_id)
+                        self.positions[round_id], solvers = self._publish(round_id, entries)
+                        await self._publish_board(round_id, solvers)
                 if loop.time() - checked >= period:
                     checked = loop.time()
                     await self._end_closed()
@@ -250,8 +254,13 @@ class Hub:
             if names.get(subscriber.token_digest or "") != subscriber.player_id:
                 subscriber.end(("revoked", {"round_id": subscriber.round_id}))
 
-    def _publish(self, round_id: str, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> str:
+    def _publish(
+        self, round_id: str, entries: list[tuple[bytes, dict[bytes, bytes]]]
+    ) -> tuple[str, dict[str, int]]:
+        """Fan the scored entries out to their players; the last entry id, and the players whose
+        standing these entries turned solved (score.lua's ``newly``) with their attempts then."""
         last = self.positions[round_id]
+        solvers: dict[str, int] = {}
         for entry_id, fields in entries:
             last = entry_id.decode()
             if fields.get(b"kind") == b"closed" and b"summary" in fields:
@@ -259,6 +268,8 @@ class Hub:
                 continue
             if fields.get(b"kind") != b"scored":
                 continue
+            if fields.get(b"newly") == b"1":
+                solvers[fields[b"player"].decode()] = int(fields.get(b"attempts", b"0"))
             event: Event = (
                 "scored",
                 {
@@ -273,9 +284,9 @@ class Hub:
             for subscriber in list(self.rounds.get(round_id, ())):
                 if subscriber.player_id == player:
                     subscriber.offer(event)
-        return last
+        return last, solvers
 
-    async def _publish_board(self, round_id: str) -> None:
+    async def _publish_board(self, round_id: str, solvers: dict[str, int] | None = None) -> None:
         entries = await leaderboard.read_board(self.game, round_id, BOARD_SHOWN)
         event: Event = (
             "leaderboard",
@@ -283,6 +294,32 @@ class Hub:
         )
         for subscriber in list(self.rounds.get(round_id, ())):
             subscriber.offer(event)
+        if solvers:
+            await self._publish_solved(round_id, solvers, entries)
+
+    async def _publish_solved(
+        self, round_id: str, solvers: dict[str, int], entries: list[leaderboard.Entry]
+    ) -> None:
+        """One ``solved`` notice a new solver to everyone watching: name, attempts and rank, nothing of
+        the guess. Solvers rank first (by solve time), so a board past the shown top is read only when
+        more players solved than it holds."""
+        if not solvers.keys() <= {entry.standing.player for entry in entries}:
+            entries = await leaderboard.read_board(self.game, round_id, SOLVERS_READ)
+        found = {entry.standing.player: entry for entry in entries}
+        for player, attempts in solvers.items():
+            entry = found.get(player)
+            notice: Event = (
+                "solved",
+                {
+                    "round_id": round_id,
+                    "player_id": player,
+                    "name": entry.name if entry else "?",
+                    "attempts": entry.standing.attempts if entry else attempts,
+                    "rank": entry.rank if entry else None,
+                },
+            )
+            for subscriber in list(self.rounds.get(round_id, ())):
+                subscriber.offer(notice)
 
     async def close(self) -> None:
         """End every stream (the host is stopping) and the reader."""

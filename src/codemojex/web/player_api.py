@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import guesses, leaderboard, locks, players, rounds, trials, wallet
+from codemojex import guesses, leaderboard, locks, player_stats, players, rounds, trials, wallet
 from codemojex.emoji import graphemes
 from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import Game, translate_errors
@@ -90,6 +90,12 @@ async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
         "created_ms": player.created_ms,
         "expires_unless_played_ms": ends,
     }
+
+
+@router.get("/me/stats", tags=["players"], response_model=schemas.PlayerStatsOut, responses=answers(401))
+async def my_stats(request: Request, player_id: PlayerId) -> dict[str, Any]:
+    """The caller's rounds played and solved, best attempts and streaks (codemojex.streaks)."""
+    return views.stats_view(player_id, await player_stats.read_stats(host_of(request).game, player_id))
 
 
 @router.get("/wallet", tags=["players"], response_model=schemas.WalletOut, responses=answers(401))
@@ -215,6 +221,7 @@ async def my_guesses(
         "guesses": [views.guess_view(guess) for guess in mine],
         "locks": {str(position): key for position, key in held.items()},
         "proven": {str(position): key for position, key in proven.items()},
+        **views.hints_view(round_id, mine),
     }
 
 

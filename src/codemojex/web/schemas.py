@@ -112,6 +112,21 @@ class MyGuessesOut(Shape):
     guesses: list[GuessOut]
     locks: dict[str, str] = Field(description="position (0-based, as text) -> the locked key")
     proven: dict[str, str] = Field(description="position -> the key a scored guess proved a hit there")
+    keys: dict[str, str] = Field(
+        description="key -> 'in' or 'out': what the caller's scored guesses prove (codemojex.hints)"
+    )
+    share: str | None = Field(
+        description="the shareable result: round, attempts, a row of 🟩🟨⬜ per attempt; null before a score"
+    )
+
+
+class PlayerStatsOut(Shape):
+    player_id: str
+    played: int = Field(description="rounds in which the player had a guess scored")
+    solved: int
+    best_attempts: int | None = Field(description="fewest attempts of a solved round; null before a solve")
+    current_streak: int = Field(description="solved rounds in a row, in round order (see codemojex.streaks)")
+    best_streak: int
 
 
 class LockOut(Shape):

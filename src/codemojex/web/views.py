@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from codemojex import hints
 from codemojex.engine import Feedback
 from codemojex.guesses import PlayerGuess, Submission
 from codemojex.history import Summary
 from codemojex.leaderboard import Entry
 from codemojex.rounds import Round, RoundStatus
+from codemojex.streaks import PlayerStats
 from codemojex.wallet import Wallet
 from echomq import JobInfo
 
@@ -51,6 +53,28 @@ def guess_view(guess: PlayerGuess) -> dict[str, Any]:
         "scored_ms": record.scored_ms if record else None,
         "attempt": record.attempt if record else None,
         "counted": record.counted if record else None,
+    }
+
+
+def hints_view(round_id: str, mine: list[PlayerGuess]) -> dict[str, Any]:
+    """The keyboard marks and the share grid of the caller's own guesses (codemojex.hints)."""
+    records = [guess.record for guess in mine if guess.record is not None]
+    marks = hints.key_marks((record.guess, record.feedback) for record in records)
+    rows = (hints.ScoredRow(record.feedback, record.attempt) for record in records)
+    return {
+        "keys": {key: mark.value for key, mark in marks.items()},
+        "share": hints.share_grid(round_id, rows),
+    }
+
+
+def stats_view(player_id: str, stats: PlayerStats) -> dict[str, Any]:
+    return {
+        "player_id": player_id,
+        "played": stats.played,
+        "solved": stats.solved,
+        "best_attempts": stats.best_attempts,
+        "current_streak": stats.current_streak,
+        "best_streak": stats.best_streak,
     }
 
 

@@ -7,6 +7,9 @@
 // the fallback. A 401 anywhere (an expired, rotated or revoked token) forgets the session and shows the
 // join form again, the old name filled in. The token is rotated on start when past half its life;
 // "Log out" revokes it on the server before forgetting it here.
+// Play aids live in their own modules: marks.js (keys proved in/out), share.js (the share grid),
+// notices.js (solve notices from the stream's `solved` events), stats.js (GET /api/me/stats); "↺ Last
+// guess" (or R) fills the slots with the newest guess to edit (prefillLast).
 
 import {
   api, ApiError, isRetryable, getSession, clearSession, join, renewToken, logout, newIdempotencyKey,
@@ -14,6 +17,10 @@ import {
   formatClock, formatDuration, serverClock, every,
 } from "/static/common.js";
 import { createLobby, renderWinners, fetchSummary, roundInUrl, keepRoundInUrl } from "/static/lobby.js";
+import { markKeys } from "/static/marks.js";
+import { renderShare, wireShare } from "/static/share.js";
+import { showSolveNotice, clearNotices } from "/static/notices.js";
+import { refreshStats } from "/static/stats.js";
 
 const LENGTH = 6;
 const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
@@ -46,6 +53,10 @@ const ui = {
   keyboard: byTestId("keyboard"),
   submit: byTestId("submit"),
   clearButton: byTestId("clear"),
+  prefill: byTestId("prefill"),
+  notices: byTestId("notices"),
+  share: byTestId("share"),
+  stats: byTestId("stats"),
   guesses: byTestId("guesses"),
   guessCount: document.getElementById("guess-count"),
   noGuesses: document.getElementById("no-guesses"),
@@ -60,6 +71,8 @@ const state = {
   cursor: 0,
   locks: {},
   proven: {},
+  keys: {}, // key -> "in" | "out", what the player's scored guesses prove (marks.js)
+  share: null, // the share grid's text (share.js)
   guesses: [],
   wallet: null,
   retry: null, // {fingerprint, key}: the Idempotency-Key of a guess whose effect is unknown
@@ -168,6 +181,7 @@ async function startGame() {
     showMessage(ui.message, friendlyError(err), "error");
   }
   refreshWallet().catch(() => {});
+  refreshStats(call, ui.stats).catch(() => {});
   loadRound();
 }
 
@@ -223,6 +237,9 @@ function setRound(round) {
     state.guesses = [];
     state.locks = {};
     state.proven = {};
+    state.keys = {};
+    state.share = null;
+    clearNotices(ui.notices);
     state.retry = null;
     showMessage(ui.message, "");
     renderKeyboard();
@@ -360,6 +377,11 @@ async function openEvents() {
   });
   source.addEventListener("scored", onScoredEvent);
   source.addEventListener("leaderboard", onBoardEvent);
+  source.addEventListener("solved", (event) => {
+    const data = parseEvent(event);
+    if (!data || !state.round || data.round_id !== state.round.round_id) return;
+    showSolveNotice(ui.notices, data, state.session && state.session.player_id);
+  });
   source.addEventListener("resync", () => {
     refreshGuesses().catch(() => {});
     refreshBoard().catch(() => {});
@@ -453,15 +475,21 @@ async function refreshGuesses() {
   const data = await call("GET", roundPath("/guesses"));
   if (!state.round || state.round.round_id !== roundId) return;
   const wasPending = state.guesses.filter((g) => PENDING.has(g.state)).length;
+  const wasScored = state.guesses.filter((g) => g.feedback).length;
   state.guesses = data.guesses || [];
   state.locks = data.locks || {};
   state.proven = data.proven || {};
+  state.keys = data.keys || {};
+  state.share = data.share || null;
+  markKeys(ui.keyboard, state.keys);
+  renderShare(ui.share, state.share, { roundId, solved: isSolved() });
   const nowPending = state.guesses.filter((g) => PENDING.has(g.state)).length;
   normalizeCursor();
   renderGuesses();
   renderSlots();
   renderInputEnabled();
   if (nowPending < wasPending) refreshBoard().catch(() => {});
+  if (state.guesses.filter((g) => g.feedback).length > wasScored) refreshStats(call, ui.stats).catch(() => {});
   reportScored();
 }
 
@@ -591,6 +619,21 @@ function clearSlots() {
   renderSlots();
 }
 
+/** The newest admitted guess of six keys, or null. */
+function lastGuess() {
+  const last = [...state.guesses].reverse().find((g) => Array.isArray(g.guess) && g.guess.length === LENGTH);
+  return last ? last.guess : null;
+}
+
+/** Fill the unlocked slots with the last guess, to edit it (locked positions stay the server's). */
+function prefillLast() {
+  const last = lastGuess();
+  if (!canType() || !last) return;
+  for (let i = 0; i < LENGTH; i += 1) state.slots[i] = isLocked(i) ? null : last[i];
+  state.cursor = LENGTH;
+  renderSlots();
+}
+
 function onSlotClick(event) {
   const slot = event.target.closest('[data-testid="slot"]');
   if (!slot || !canType()) return;
@@ -628,6 +671,8 @@ function onKeydown(event) {
     ArrowRight: () => moveCursor(1),
     Escape: () => canType() && clearSlots(),
     Enter: submit,
+    r: prefillLast,
+    R: prefillLast,
   };
   if (/^[1-9]$/.test(event.key)) {
     const key = (state.round.keyboard || [])[Number(event.key) - 1];
@@ -698,6 +743,7 @@ function renderInputEnabled() {
   const typing = canType();
   ui.keyboard.querySelectorAll("button").forEach((b) => { b.disabled = !typing; });
   ui.clearButton.disabled = !typing;
+  ui.prefill.disabled = !typing || !lastGuess();
   const complete = currentGuess() !== null;
   ui.submit.disabled = !typing || !complete;
   ui.submit.textContent = state.submitting ? "Submitting…" : state.retry ? "Retry guess" : "Submit guess";
@@ -871,6 +917,8 @@ function boot() {
   });
   ui.submit.addEventListener("click", submit);
   ui.clearButton.addEventListener("click", clearSlots);
+  ui.prefill.addEventListener("click", prefillLast);
+  wireShare(ui.share);
   ui.nextRound.addEventListener("click", onNextRound);
   document.addEventListener("keydown", onKeydown);
   window.addEventListener("pagehide", closeEvents);
