@@ -21,7 +21,8 @@ async def ada(game: Game) -> tuple[players.Player, str]:
 def test_a_code_has_100_bits_in_four_groups_and_forgives_typing():
     """Crockford base32, 20 characters; case, spaces, dashes and O/I/L do not matter."""
     code = recovery.new_code()
-    assert len(code) == 23 and code.count("-") == 3
+    assert len(code) == 23
+    assert code.count("-") == 3
     assert all(c in recovery.ALPHABET for c in code.replace("-", ""))
     assert len(recovery.ALPHABET) ** recovery.LENGTH == 2**100
     messy = " " + code.lower().replace("-", " ").replace("0", "o").replace("1", "l") + " "
@@ -52,7 +53,8 @@ async def test_the_code_trades_for_a_token_and_the_other_device_keeps_its_own(ga
     code = await recovery.issue(game, player.id)
     signed = await recovery.sign_in(game, code)
     assert signed is not None
-    assert signed.player_id == player.id and signed.token != first
+    assert signed.player_id == player.id
+    assert signed.token != first
     assert await tokens.authenticate(game, signed.token) == player.id
     assert await tokens.authenticate(game, first) == player.id, "the first device still plays"
     again = await recovery.sign_in(game, code.lower(), name="ada")
@@ -102,7 +104,9 @@ async def test_a_lost_sign_in_reply_leaves_an_orphan_token_and_the_retry_gets_an
     code = await recovery.issue(game, player.id)
     lost = await recovery.sign_in(game, code)
     retry = await recovery.sign_in(game, code)
-    assert lost is not None and retry is not None and lost.token != retry.token
+    assert lost is not None
+    assert retry is not None
+    assert lost.token != retry.token
     sessions = game.keys.sessions(player.id)
     assert sync_redis.zcard(sessions) == 2
     assert 29 * DAY_MS < sync_redis.pttl(sessions) <= 30 * DAY_MS

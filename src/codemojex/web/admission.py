@@ -18,7 +18,8 @@ HTTP request it:
 3. takes a token from the request class's buckets (:mod:`codemojex.web.buckets`); over: 429
    ``rate_limited`` with ``Retry-After``. The operator token is exempt. When the limiter fails, reads
    are let through (fail open: the in-process caps above still hold) and sign-ups, recovery-code
-   sign-ins and guesses, which mint currency or tokens or spend currency, are refused with 503 ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
+   sign-ins and guesses, which mint currency or tokens or spend currency, are refused with 503
+   ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
 4. bounds how long the request body may take to arrive (:attr:`Limits.body_timeout_s`; then 408
    ``request_timeout``), and reads it (up to ``body_limit`` bytes, the size the inner
    :class:`~codemojex.web.limits.BodyLimit` allows) *before* taking a slot under ``inflight_total``: a

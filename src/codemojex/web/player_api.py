@@ -15,9 +15,8 @@ from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from codemojex import guesses, leaderboard, locks, players, recovery, rounds, trials, wallet
-from codemojex.errors import CodemojexError
 from codemojex.emoji import graphemes
-from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
+from codemojex.errors import CodemojexError, InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus

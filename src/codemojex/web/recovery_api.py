@@ -24,7 +24,10 @@ from codemojex.web.problems import Problem, answers
 
 router = APIRouter(prefix="/api")
 
-BAD_CODE = "that recovery code (with that name) names no player: check it, or ask for a new one on a device still signed in"
+BAD_CODE = (
+    "that recovery code (with that name) names no player: check it, or ask for a new one on a device"
+    " still signed in"
+)
 
 
 class Recover(BaseModel):
@@ -58,7 +61,9 @@ async def recover(request: Request, body: Recover) -> dict[str, Any]:
     """Trade a recovery code (and, optionally, the player's name) for a new token; the player's other
     tokens stay valid unless ``sign_out_others``."""
     game = host_of(request).game
-    signed = await recovery.sign_in(game, body.code, name=body.name or None, everywhere_else=body.sign_out_others)
+    signed = await recovery.sign_in(
+        game, body.code, name=body.name or None, everywhere_else=body.sign_out_others
+    )
     if signed is None:
         raise Problem(401, "bad_recovery_code", BAD_CODE)
     player = await players.get_player(game, signed.player_id)
