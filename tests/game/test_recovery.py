@@ -58,7 +58,8 @@ async def test_the_code_trades_for_a_token_and_the_other_device_keeps_its_own(ga
     assert await tokens.authenticate(game, signed.token) == player.id
     assert await tokens.authenticate(game, first) == player.id, "the first device still plays"
     again = await recovery.sign_in(game, code.lower(), name="ada")
-    assert again is not None and again.player_id == player.id, "the code is kept: it works again"
+    assert again is not None
+    assert again.player_id == player.id, "the code is kept: it works again"
 
 
 async def test_signing_out_everywhere_else_revokes_every_other_token(game):
@@ -148,7 +149,8 @@ async def test_a_session_token_rotates_and_logs_out_like_any_token(game, sync_re
     rotated = await tokens.rotate(game, signed.token)
     assert rotated is not None
     replay = await tokens.rotate(game, signed.token)
-    assert replay is not None and replay.token == rotated.token, "a lost rotation reply replays"
+    assert replay is not None
+    assert replay.token == rotated.token, "a lost rotation reply replays"
     assert await tokens.authenticate(game, first) == player.id, "the record's token is untouched"
     sessions = game.keys.sessions(player.id)
     assert sync_redis.zscore(sessions, players.token_digest(rotated.token)) is not None
