@@ -13,6 +13,9 @@ import {
   el, clear, setText, byTestId, showMessage, renderMarks, friendlyError,
   formatClock, formatDuration, serverClock, every,
 } from "/static/common.js";
+import {
+  initAccounts, showRecoveryCode, hideRecoveryCode, confirmSignOut, newRecoveryCode,
+} from "/static/accounts.js";
 
 const LENGTH = 6;
 const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
@@ -27,6 +30,8 @@ const ui = {
   game: byTestId("game"),
   playerName: byTestId("player-name"),
   leave: byTestId("leave"),
+  newRecovery: byTestId("new-recovery"),
+  keyCount: byTestId("key-count"),
   balances: document.getElementById("balances"),
   price: byTestId("price"),
   roundId: byTestId("round-id"),
@@ -65,6 +70,7 @@ const state = {
   live: "off",
   timers: [],
   roundRetry: null,
+  unreachable: false, // the last call could not reach the server
 };
 
 const clock = serverClock();
@@ -76,8 +82,11 @@ const clock = serverClock();
 async function call(method, path, options = {}) {
   if (!state.session) throw new ApiError("not joined", { status: 401, code: "unauthorized" });
   try {
-    return await api(method, path, { ...options, token: state.session.token });
+    const answer = await api(method, path, { ...options, token: state.session.token });
+    setReachable(true);
+    return answer;
   } catch (err) {
+    setReachable(!(err instanceof ApiError && err.status === 0));
     if (err instanceof ApiError && err.status === 401) {
       const name = state.session ? state.session.name : "";
       clearSession();
@@ -86,6 +95,13 @@ async function call(method, path, options = {}) {
     }
     throw err;
   }
+}
+
+/** The round GET /api/rounds/current names (the newest open one), or null, asked from the rounds list:
+ * no round open is an answer, not a 404 in the console every few seconds. */
+async function currentOrNull() {
+  const data = await call("GET", "/api/rounds?limit=50");
+  return (data.rounds || []).find((round) => round.status === "open") || null;
 }
 
 const roundPath = (suffix = "") => `/api/rounds/${encodeURIComponent(state.round.round_id)}${suffix}`;
@@ -112,8 +128,10 @@ async function onJoin(event) {
   }
   ui.joinButton.disabled = true;
   try {
-    state.session = await join(name);
+    const joined = await join(name);
+    state.session = joined.session;
     showMessage(ui.message, "");
+    showRecoveryCode(joined.recovery_code);
     startGame();
   } catch (err) {
     const suggestion = err instanceof ApiError && err.body && err.body.error ? err.body.error.suggestion : null;
@@ -125,14 +143,25 @@ async function onJoin(event) {
 }
 
 async function onLeave() {
+  if (!(await confirmSignOut(state.session))) return;
   ui.leave.disabled = true;
   try {
     await logout(state.session);
+    hideRecoveryCode();
     showJoin("Logged out: this player's token no longer works anywhere.");
   } catch (err) {
     showMessage(ui.message, friendlyError(err), "error");
   } finally {
     ui.leave.disabled = false;
+  }
+}
+
+async function onNewRecovery() {
+  if (!window.confirm("Make a new recovery code? The one you have now stops working.")) return;
+  try {
+    showRecoveryCode(await newRecoveryCode(state.session));
+  } catch (err) {
+    showMessage(ui.message, friendlyError(err), "error");
   }
 }
 
@@ -170,7 +199,12 @@ async function startGame() {
 async function loadRound() {
   clearTimeout(state.roundRetry);
   try {
-    const round = await call("GET", "/api/rounds/current");
+    const round = await currentOrNull();
+    if (!round) {
+      showNoRound();
+      state.roundRetry = setTimeout(loadRound, 3000);
+      return;
+    }
     setRound(round);
   } catch (err) {
     if (!state.session) return;
@@ -272,8 +306,8 @@ async function checkRound() {
     return;
   }
   try {
-    const current = await call("GET", "/api/rounds/current");
-    if (current.round_id !== state.round.round_id) {
+    const current = await currentOrNull();
+    if (current && current.round_id !== state.round.round_id) {
       state.nextRound = current;
       ui.nextRound.hidden = false;
     }
@@ -387,10 +421,25 @@ function closeEvents() {
 
 function setLive(live) {
   state.live = live;
+  renderLive();
+}
+
+/** A call reached the server (true) or failed to (false: the indicator says so, whatever the stream). */
+function setReachable(reachable) {
+  if (state.unreachable === !reachable) return;
+  state.unreachable = !reachable;
+  renderLive();
+}
+
+function renderLive() {
+  const live = state.unreachable ? "unreachable" : state.live;
   ui.live.dataset.live = live;
-  const text = { live: "live", polling: "polling", off: "offline" }[live] || live;
+  const text = { live: "live", polling: "polling", off: "offline", unreachable: "server unreachable" }[live] || live;
   setText(ui.live.querySelector(".live-text"), text);
-  ui.live.title = live === "live" ? "Live updates over server-sent events" : "Live updates unavailable: polling";
+  ui.live.title = {
+    live: "Live updates over server-sent events",
+    unreachable: "The server cannot be reached: retrying",
+  }[live] || "Live updates unavailable: polling";
 }
 
 function parseEvent(event) {
@@ -583,6 +632,8 @@ function onKeyClick(event) {
 
 function onKeydown(event) {
   if (ui.game.hidden || !state.round || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (document.querySelector("dialog[open]")) return; // the sign-out warning has the keyboard
+  if (event.key === "Enter" && event.target.closest?.('[data-testid="recovery-panel"]')) return;
   const tag = event.target && event.target.tagName;
   if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
   const actions = {
@@ -605,6 +656,7 @@ function onKeydown(event) {
 
 function renderKeyboard() {
   clear(ui.keyboard);
+  setText(ui.keyCount, String(Math.min(9, (state.round.keyboard || []).length)));
   (state.round.keyboard || []).forEach((key, i) => {
     ui.keyboard.append(el("button", {
       type: "button", class: "key", title: `${key} (key ${i + 1})`, "aria-label": `key ${i + 1}: ${key}`,
@@ -819,6 +871,13 @@ function boot() {
   ui.submit.addEventListener("click", submit);
   ui.clearButton.addEventListener("click", clearSlots);
   ui.nextRound.addEventListener("click", onNextRound);
+  ui.newRecovery.addEventListener("click", onNewRecovery);
+  initAccounts({
+    onSignedIn: (session) => {
+      state.session = session;
+      startGame();
+    },
+  });
   document.addEventListener("keydown", onKeydown);
   window.addEventListener("pagehide", closeEvents);
   state.session = getSession();
