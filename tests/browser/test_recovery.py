@@ -117,7 +117,7 @@ def test_the_help_names_the_real_number_of_keys(served, operator, page):
     join_as(page, "Ada")
     expect(page.get_by_test_id("key")).to_have_count(8)
     expect(page.get_by_test_id("key-count")).to_have_text("8")
-    expect(page.get_by_test_id("board-panel")).to_contain_text("1–8 pick a key")
+    expect(page.get_by_test_id("board-panel")).to_contain_text("1\u20138 pick a key")
 
 
 def test_no_404_is_asked_for_while_no_round_is_open(served, operator, page):
@@ -141,4 +141,5 @@ def test_the_indicator_says_the_server_is_unreachable(served, operator, page, re
     expect(live, "down is not 'polling'").to_have_attribute("data-live", "unreachable")
     expect(live).to_contain_text("server unreachable")
     console = request.node.stash[CONSOLE]  # the browser logs the cut stream and each refused call
-    console.problems[:] = [line for line in console.problems if "Failed to load resource: net::ERR_" not in line]
+    refused = "Failed to load resource: net::ERR_"
+    console.problems[:] = [line for line in console.problems if refused not in line]
