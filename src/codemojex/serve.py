@@ -128,7 +128,8 @@ def _terminal_line(options: ServeOptions, url: str | None) -> str:
     """How to point the command-line tools at this serve's Redis (README, "Play from the terminal")."""
     if url:
         return "  terminal:  codemojex and echomq take this serve's REDIS_URL (or --redis-url)\n"
-    folder = "" if options.data_dir == Path(DATA_DIR) else f" --data-dir {options.data_dir}"
+    default = options.data_dir.resolve() == (Path.cwd() / DATA_DIR).resolve()
+    folder = "" if default else f" --data-dir {options.data_dir}"
     folder += "" if options.tag == "cm" else f" --tag {options.tag}"
     user = access.user_name(access.OPERATOR, options.tag)
     return (
