@@ -143,3 +143,25 @@ def test_the_indicator_says_the_server_is_unreachable(served, operator, page, re
     console = request.node.stash[CONSOLE]  # the browser logs the cut stream and each refused call
     refused = "Failed to load resource: net::ERR_"
     console.problems[:] = [line for line in console.problems if refused not in line]
+
+
+def test_the_proof_pages_new_player_asks_before_forgetting_the_player(served, page):
+    join_as(page, "Ada")
+    token = player_token(page)
+    page.goto("/proof")
+    expect(page.get_by_test_id("player-name")).to_have_text("Ada")
+    asked: list[str] = []
+
+    def dismiss(dialog):
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    page.get_by_test_id("proof-rejoin").click()
+    expect(page.get_by_test_id("player-name")).to_have_text("Ada")
+    assert asked, "a warning first"
+    assert "recovery code" in asked[0]
+    assert player_token(page) == token, "dismissed: the player is kept in this browser"
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_test_id("proof-rejoin").click()
+    expect(page.get_by_test_id("player-name")).not_to_have_text("Ada")
