@@ -59,13 +59,15 @@ def test_a_second_browser_signs_in_with_the_recovery_code(served, browser, page,
         assert tablet.get("/api/me").json()["name"] == "Ada"
 
 
-def test_a_wrong_recovery_code_says_so(served, page):
+def test_a_wrong_recovery_code_says_so(served, page, screenshot):
+    page.set_viewport_size({"width": 375, "height": 800})
     page.goto("/")
     page.get_by_text("Sign in with your recovery code").click()
     page.get_by_test_id("recovery-input").fill("ABCDE-FGHJK-MNPQR-STVWX")
     page.get_by_test_id("recover").click()
     expect(page.get_by_test_id("message")).to_contain_text("does not sign anyone in")
     expect(page.get_by_test_id("join-form")).to_be_visible()
+    screenshot("recovery-wrong-code-phone")
 
 
 def test_log_out_warns_first_and_can_show_a_new_code(served, page, screenshot):

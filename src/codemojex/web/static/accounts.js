@@ -98,7 +98,7 @@ async function onRecover(event, onSignedIn) {
     onSignedIn(session);
   } catch (err) {
     const text = err instanceof ApiError && err.code === "bad_recovery_code"
-      ? `That recovery code does not sign anyone in: ${err.message}.`
+      ? "That recovery code does not sign anyone in: check it, or make a new one on a device still signed in."
       : friendlyError(err);
     showMessage(ui.message, text, "error");
   } finally {
