@@ -6,6 +6,7 @@ everywhere else" ends the other devices' tokens."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 from codemojex import recovery
 from codemojex.web.admission import Limits
@@ -98,3 +99,15 @@ def test_a_lost_sign_in_reply_is_retried_and_both_tokens_name_the_player(served,
     assert first["token"] != again["token"]
     with served.client(again["token"]) as client:
         assert client.get("/api/me").json()["player_id"] == ada["player_id"]
+
+
+def test_a_broken_limiter_refuses_recovery_sign_ins(serve_app, host_config, sync_redis, tag):
+    """Fail closed, as sign-ups: a sign-in mints a token, so no limiter means no sign-in (503)."""
+    served = serve_app(host_config)
+    address = hashlib.sha256(b"127.0.0.1").hexdigest()
+    sync_redis.hset(f"cmx:{{{tag}}}:bucket:recover:a:{address}", "x", "1")  # the script fails on it
+    with served.client() as anon:
+        ada = sign_up(anon)
+        refused = anon.post("/api/recover", json={"code": ada["recovery_code"]})
+    assert (refused.status_code, error_code(refused)) == (503, "unavailable")
+    assert "retry-after" in refused.headers
