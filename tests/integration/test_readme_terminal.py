@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from codemojex import access
@@ -97,7 +98,8 @@ def test_the_readme_terminal_flow_runs_as_written(tmp_path):
     assert lines[0] == "source .venv/bin/activate", "the flow starts by putting codemojex on PATH"
     assert lines[1] == 'export REDIS_URL="$(codemojex redis-url)"'
     folder = clone(tmp_path)
-    serve = Serve(folder / ".codemojex-data", free_port(), extra=("--no-proof",))
+    port = free_port()
+    serve = Serve(folder / ".codemojex-data", port, extra=("--no-proof",))
     try:
         serve.wait_up()
         assert 'export REDIS_URL="$(.venv/bin/codemojex redis-url)"' in serve.output, "serve says how"
@@ -132,6 +134,12 @@ def test_the_readme_terminal_flow_runs_as_written(tmp_path):
                 player_id = re.search(r"PLR\w{23}", done.stdout).group(0)  # type: ignore[union-attr]
         assert "hits" in outputs["codemojex guess"], "the guess was scored by serve's worker"
         assert "bus cm" in outputs["echomq stats"]
+        code = re.search(r"recovery\s+(\S+)", outputs["codemojex player"])
+        assert code is not None, "player new prints a recovery code"
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as anon:
+            browser = anon.post("/api/recover", json={"code": code.group(1)})
+        assert browser.status_code == 200, "the terminal's player plays on in the browser"
+        assert browser.json()["player_id"] == player_id
         url = json.loads(shell.run("codemojex --json redis-url").stdout)["redis_url"]
         assert url.startswith(f"redis://{access.user_name(access.OPERATOR, 'cm')}:"), "the operator's user"
         assert serve.stop() == 0
