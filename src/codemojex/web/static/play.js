@@ -6,7 +6,8 @@
 // The player's guesses, wallet and the leaderboard stay live through /api/events (SSE) with polling as
 // the fallback. A 401 anywhere (an expired, rotated or revoked token) forgets the session and shows the
 // join form again, the old name filled in. The token is rotated on start when past half its life;
-// "Log out" revokes it on the server before forgetting it here.
+// "Log out" warns first (accounts.js: the recovery code, the join screen's recovery sign-in), then
+// revokes the token on the server before forgetting it here.
 
 import {
   api, ApiError, isRetryable, getSession, clearSession, join, renewToken, logout, newIdempotencyKey,
