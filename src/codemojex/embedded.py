@@ -9,6 +9,13 @@ The embedded server has the game's Redis users (:mod:`codemojex.access`) and an 
 user off. Their passwords are generated on the first start into ``redis-users.json`` (mode 0600) and kept;
 the users (passwords as SHA-256) are written to ``redis.conf`` (0600), which redis-server reads by path,
 so no secret is on its command line (``ps``) nor on any process's.
+
+The embedded server keeps **one port per data folder**: the port of its first start is remembered in
+``redis.port`` and taken again at every start while it is free (else a free one is drawn and
+remembered), so a URL written down for the command-line tools keeps working. :func:`cli_url` is that
+URL with the operator user's password read from ``redis-users.json`` (``codemojex redis-url``), for
+``export REDIS_URL="$(codemojex redis-url)"``: the password reaches the shell's environment, never its
+history.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +40,7 @@ REDIS_PID_FILE = "redis.pid"
 TOKEN_FILE = "operator-token"  # noqa: S105  (a file name, not a secret)
 PASSWORDS_FILE = "redis-users.json"
 CONFIG_FILE = "redis.conf"
+PORT_FILE = "redis.port"
 
 
 class ServeError(CodemojexError):
@@ -78,9 +87,55 @@ def _live_redis(pid_file: Path) -> int | None:
     return pid if b"redis" in cmdline else None
 
 
-def embedded_redis(data_dir: Path, tag: str = "cm") -> RedisProcess:
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def kept_port(data_dir: Path) -> int | None:
+    """The port the folder's embedded Redis had last (``redis.port``), or None."""
+    try:
+        port = int((data_dir / PORT_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return port if 1024 <= port <= 65535 else None
+
+
+def free_kept_port(data_dir: Path) -> int | None:
+    """The kept port if it is free now (for the next start), else None (a fresh one is drawn)."""
+    port = kept_port(data_dir)
+    return port if port is not None and _bindable(port) else None
+
+
+def remember_port(data_dir: Path, port: int) -> None:
+    (data_dir / PORT_FILE).write_text(f"{port}\n")
+
+
+def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str:
+    """The URL of the folder's embedded Redis as ``role``'s user (default the operator's: what the
+    command-line tools need), its password read from ``redis-users.json``; :class:`ServeError` if no
+    serve has run on the folder."""
+    port = kept_port(data_dir)
+    passwords_file = data_dir / PASSWORDS_FILE
+    if port is None or not passwords_file.exists():
+        raise ServeError(
+            f"no embedded Redis has run on {data_dir} yet: start `codemojex serve` (make run) first, "
+            "or give its folder with --data-dir"
+        )
+    passwords = access.read_passwords(passwords_file)
+    if role not in passwords:
+        raise ServeError(f"no password for the {role} user in {passwords_file}")
+    return access.with_user(f"redis://127.0.0.1:{port}/0", access.user_name(role, tag), passwords[role])
+
+
+def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> RedisProcess:
     """The embedded server on ``data_dir`` (AOF on), not yet started, with the users of the game on
-    ``tag`` (:func:`embedded_passwords`); refuses a folder a live redis-server still uses."""
+    ``tag`` (:func:`embedded_passwords`), on ``port`` (None: a free one); refuses a folder a live
+    redis-server still uses."""
     pid_file = (data_dir / REDIS_PID_FILE).resolve()
     running = _live_redis(pid_file)
     if running is not None:
@@ -97,6 +152,7 @@ def embedded_redis(data_dir: Path, tag: str = "cm") -> RedisProcess:
         handle.write("\n".join(access.config_lines(tag, passwords)) + "\n")
     return RedisProcess(
         data_dir.resolve(),
+        port=port,
         config=config,
         probe_user=(access.user_name(access.ADMIN, tag), passwords[access.ADMIN]),
         appendonly=True,

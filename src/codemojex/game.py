@@ -41,12 +41,13 @@ KEY_COUNTS: dict[str, int] = {
     "refund": 10,
     "admit": 3,
     "idempotency": 1,
-    "token": 5,
-    "expire": 8,
+    "token": 6,
+    "expire": 10,
     "rebuild_board": 3,
     "retire": 7,
     "schedule_round": 5,
     "conclude_round": 12,
+    "recovery": 5,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

@@ -12,7 +12,7 @@ key                         type    holds
 ``rounds``                  zset    every round id, scored by its open time (ms)
 ``round:<RND>``             hash    keyboard, length, prices, opens/closes, max guesses, status
 ``revealed:<RND>``          string  the six keys (JSON), copied from the secret once the round closed
-``player:<PLR>``            hash    display name, created time, name skeleton, current token digest
+``player:<PLR>``            hash    name, created, name skeleton, token digest, recovery digest
 ``players``                 zset    every player id, scored by registration time
 ``trial``                   zset    players with no admitted guess yet, by when their trial ends (ms)
 ``wallet:<PLR>``            hash    currency -> balance (never negative)
@@ -34,6 +34,8 @@ key                         type    holds
 ``events:<RND>``            stream  scored guesses and board changes, capped, for live pages
 ``token:<D>``               string  the player id an API token names (D: its SHA-256 hex); PX lifetime
 ``rotated:<D>``             string  a rotated token's successor, sealed (replays a lost rotation reply)
+``sessions:<PLR>``          zset    the player's tokens traded for a recovery code: digest -> end (ms)
+``recovery:<D>``            string  the player a recovery code names (D: its SHA-256 hex); no TTL
 ``tokens``                  hash    legacy (before token keys): SHA-256 of a token -> player id; read
 ``names``                   hash    a display name's skeleton (codemojex.names) -> the player holding it
 ``latency``                 hash    submit->scored latency histogram: bucket -> count, count, sum_ms
@@ -192,6 +194,12 @@ class GameKeys:
 
     def rotated(self, digest: str) -> str:
         return f"{self.prefix}rotated:{check_digest(digest)}"
+
+    def sessions(self, player_id: str) -> str:
+        return f"{self.prefix}sessions:{check_id(player_id, PLAYER)}"
+
+    def recovery(self, digest: str) -> str:
+        return f"{self.prefix}recovery:{check_digest(digest)}"
 
     @property
     def trial(self) -> str:

@@ -57,13 +57,16 @@ from codemojex.embedded import (
     embedded_passwords,
     embedded_redis,
     folder_lock,
+    free_kept_port,
     operator_token,
+    remember_port,
 )
 from codemojex.game import Game
 from codemojex.supervisor import ProofRunner, WorkerSupervisor
 from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig
+from echomq.testing.server import ServerError
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,37 @@ async def _ensure_round(
         return opened
 
 
+def _start_embedded(options: ServeOptions) -> Any:
+    """The folder's embedded Redis, started on the port it had last when that is free (else on a free
+    one, remembered for the next start)."""
+    kept = free_kept_port(options.data_dir)
+    redis_server = embedded_redis(options.data_dir, options.tag, port=kept)
+    try:
+        redis_server.start()
+    except ServerError:
+        if kept is None:
+            raise
+        _say(f"port {kept} was taken meanwhile: starting the embedded redis-server on another one")
+        redis_server = embedded_redis(options.data_dir, options.tag)
+        redis_server.start()
+    remember_port(options.data_dir, redis_server.port)
+    return redis_server
+
+
+def _terminal_line(options: ServeOptions, url: str | None) -> str:
+    """How to point the command-line tools at this serve's Redis (README, "Play from the terminal")."""
+    if url:
+        return "  terminal:  codemojex and echomq take this serve's REDIS_URL (or --redis-url)\n"
+    default = options.data_dir.resolve() == (Path.cwd() / DATA_DIR).resolve()
+    folder = "" if default else f" --data-dir {options.data_dir}"
+    folder += "" if options.tag == "cm" else f" --tag {options.tag}"
+    user = access.user_name(access.OPERATOR, options.tag)
+    return (
+        f'  terminal:  export REDIS_URL="$(.venv/bin/codemojex redis-url{folder})"'
+        f"   (user {user}; the password is read from the data folder)\n"
+    )
+
+
 def _bound_port(server: uvicorn.Server, fallback: int) -> int:
     for listener in getattr(server, "servers", []):
         for sock in listener.sockets:
@@ -136,10 +170,12 @@ async def serve(options: ServeOptions) -> int:
     with contextlib.ExitStack() as stack:
         if not url:
             stack.enter_context(folder_lock(options.data_dir))
-            redis_server = embedded_redis(options.data_dir, options.tag)
-            redis_server.start()
+            redis_server = _start_embedded(options)
             stack.callback(redis_server.stop)
-            _say(f"embedded redis-server on {redis_server.url}, data and AOF in {redis_server.data_dir}")
+            _say(
+                f"embedded redis-server on {redis_server.url} (this folder's port at every start), "
+                f"data and AOF in {redis_server.data_dir}"
+            )
             logins = access.Credentials.embedded(
                 redis_server.url, options.tag, embedded_passwords(options.data_dir)
             )
@@ -204,6 +240,7 @@ async def serve(options: ServeOptions) -> int:
                 f"  proof:     {proof_line}\n"
                 f"  dashboard: {base}/dashboard#operator={token}\n"
                 f"  api:       {base}/docs\n"
+                f"{_terminal_line(options, url)}"
                 "Stop with Ctrl-C: queued guesses wait in Redis for the next start."
             )
             stopped = asyncio.create_task(stop.wait())

@@ -106,7 +106,14 @@ def _call(
 ) -> tuple[list[str], list[object]]:
     keys = game.keys
     return (
-        [keys.token(old), keys.rotated(old), keys.player(player_id), keys.token(new), keys.tokens],
+        [
+            keys.token(old),
+            keys.rotated(old),
+            keys.player(player_id),
+            keys.token(new),
+            keys.tokens,
+            keys.sessions(player_id),
+        ],
         [op, player_id, old, new, sealed, game.settings.token_lifetime_ms, REPLAY_MS],
     )
 

@@ -53,13 +53,18 @@ class ExpiryPass:
 
 
 def expire_call(
-    game: Game, player_id: str, digest: str, name_skeleton: str
+    game: Game, player_id: str, digest: str, name_skeleton: str, code: str = ""
 ) -> tuple[list[str], list[object]]:
-    """Keys and args of one expire.lua call."""
+    """Keys and args of one expire.lua call (``code``: the recovery code's digest the record names)."""
     keys = game.keys
     return (
-        [*holdings_keys(game, player_id), keys.token(digest) if digest else keys.player(player_id)],
-        [player_id, digest, name_skeleton],
+        [
+            *holdings_keys(game, player_id),
+            keys.token(digest) if digest else keys.player(player_id),
+            keys.sessions(player_id),
+            keys.recovery(code) if code else keys.player(player_id),
+        ],
+        [player_id, digest, name_skeleton, code],
     )
 
 
@@ -74,13 +79,16 @@ async def expire_players(game: Game, limit: int = BATCH) -> ExpiryPass:
     for raw in due:
         player_id = bytes(raw).decode()
         with translate_errors():
-            digest, stored, name = await game.redis.hmget(keys.player(player_id), "token", "skeleton", "name")
+            digest, stored, name, code = await game.redis.hmget(
+                keys.player(player_id), "token", "skeleton", "name", "recovery"
+            )
         if stored is not None:
             held = bytes(stored).decode()
         else:  # a record without its skeleton (or gone): the name's skeleton as computed today
             held = "" if name is None else skeleton(bytes(name).decode())
         token = "" if digest is None else bytes(digest).decode()
-        reply = await game.run("expire", *expire_call(game, player_id, token, held))
+        recovery = "" if code is None else bytes(code).decode()
+        reply = await game.run("expire", *expire_call(game, player_id, token, held, recovery))
         code = int(reply[0])
         if code == 1:
             expired.append(player_id)

@@ -86,6 +86,7 @@ async def test_the_rotation_script_run_twice_answers_the_first_runs_token(game):
     d_old, d_new = players.token_digest(old), players.token_digest(fresh)
     keys = game.keys
     call_keys = [keys.token(d_old), keys.rotated(d_old), keys.player(ada.id), keys.token(d_new), keys.tokens]
+    call_keys.append(keys.sessions(ada.id))
     args = ["rotate", ada.id, d_old, d_new, tokens.seal(fresh, old), DAY_MS, tokens.REPLAY_MS]
     first = await game.run("token", call_keys, args)
     again = await game.run("token", call_keys, args)

@@ -182,6 +182,11 @@ def _play(served, acl: Acl, join, anon) -> None:
         assert rotated.status_code == 200, rotated.text
         ada.headers["authorization"] = f"Bearer {rotated.json()['token']}"
         assert ada.get("/api/me").json()["player_id"] == ada_id
+        code = ada.post("/api/me/recovery")  # recovery.lua, as the host's user
+        assert code.status_code == 200, code.text
+        recovered = anon.post("/api/recover", json={"code": code.json()["recovery_code"]})
+        assert recovered.status_code == 200, recovered.text
+        assert recovered.json()["player_id"] == ada_id
         assert anon.get(f"/api/rounds/{round_id}").json()["secret"] is None
         closed = operator.post(f"/api/operator/rounds/{round_id}/close")
         assert closed.status_code == 200, closed.text

@@ -93,6 +93,20 @@ def _serve(args: argparse.Namespace) -> int:
     return asyncio.run(serve(options))
 
 
+def _redis_url(args: argparse.Namespace) -> int:
+    """``codemojex redis-url``: the URL of serve's embedded Redis as the operator (or admin) user, with
+    its password from the data folder (0600). Meant for ``export REDIS_URL="$(codemojex redis-url)"``,
+    which keeps the password out of the shell's history; it is printed to the caller's own terminal."""
+    from codemojex.embedded import cli_url  # noqa: PLC0415
+
+    url = cli_url(Path(args.data_dir), args.tag, args.role)
+    if args.json:
+        _print_json({"redis_url": url, "role": args.role})
+    else:
+        print(url)
+    return 0
+
+
 def _conformance(args: argparse.Namespace) -> int:
     from codemojex.conformance.harness import run, write  # noqa: PLC0415
     from codemojex.conformance.schedule import Config  # noqa: PLC0415
@@ -175,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     game_logger.setLevel(args.log_level)
     try:
         if args.run is None:
+            if args.command == "redis-url":
+                return _redis_url(args)
             return _conformance(args) if args.command == "conformance" else _serve(args)
         result = asyncio.run(_run(args))
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from codemojex import leaderboard, players, refunds, rounds, schedule, wallet
+from codemojex import leaderboard, players, recovery, refunds, rounds, schedule, wallet
 from codemojex.cli.exits import EXIT_OK
 from codemojex.cli.render import fields, keys_text, round_json, round_lines, table, time_text
 from codemojex.errors import NotFound
@@ -127,10 +127,24 @@ async def round_schedule(game: Game, args: argparse.Namespace) -> Result:
 
 async def player_new(game: Game, args: argparse.Namespace) -> Result:
     player = await players.register(game, args.name)
+    code = await recovery.issue(game, player.id)  # the way into the Play page for this player
     purse = await wallet.read_wallet(game, player.id, ledger_limit=1)
-    data = {"id": player.id, "name": player.name, "created_ms": player.created_ms, "wallet": purse.balances}
+    data = {
+        "id": player.id,
+        "name": player.name,
+        "created_ms": player.created_ms,
+        "wallet": purse.balances,
+        "recovery_code": code,
+    }
     balances = ", ".join(f"{amount} {currency}" for currency, amount in purse.balances.items())
-    lines = fields([("player", player.id), ("name", player.name), ("wallet", balances)])
+    lines = fields(
+        [
+            ("player", player.id),
+            ("name", player.name),
+            ("wallet", balances),
+            ("recovery", f"{code}  (signs this player in on the Play page; shown once)"),
+        ]
+    )
     return Result(data, lines)
 
 

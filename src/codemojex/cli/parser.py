@@ -176,6 +176,22 @@ def build_parser() -> argparse.ArgumentParser:
     give_back.add_argument("jobs", nargs="*", type=id_type(JOB), metavar="JOB")
     acl.add_parser(sub, common)
 
+    where = sub.add_parser(
+        "redis-url",
+        parents=[common],
+        help="print the URL of serve's embedded Redis for the command-line tools (export REDIS_URL=...)",
+    )
+    where.set_defaults(run=None)
+    where.add_argument(
+        "--data-dir", default=".codemojex-data", metavar="DIR", help="serve's data folder (%(default)s)"
+    )
+    where.add_argument(
+        "--role",
+        choices=["operator", "admin"],
+        default="operator",
+        help="whose user: the operator's (rounds, players, guesses, the worker; default) or serve's admin",
+    )
+
     serve = sub.add_parser(
         "serve",
         parents=[common],

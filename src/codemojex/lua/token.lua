@@ -12,7 +12,10 @@
   (a retry after a lost reply, by the client or by redis-py) answers 0 with that sealed token, as long
   as it is still the player's token (not revoked, not rotated again): the client gets the token the
   first call minted, and the old token stays revoked.
-  revoke: the token's key (or legacy field) is deleted and the player's record forgets it.
+  revoke: the token's key (or legacy field) is deleted and the player's record (or sessions) forgets it.
+  A token of the player's sessions (KEYS[6]: tokens a recovery code was traded for, codemojex.recovery)
+  is rotated within the sessions (the new digest listed in place of the old one, the record's token
+  untouched), and a replay checks that its successor is still the record's token or a session.
   adopt: a legacy token (the tokens hash, from before token keys) moves to its own key with a full
   lifetime from now, and the player's record names it; one whose player is gone is just dropped.
 
@@ -22,6 +25,7 @@
     KEYS[3] player   (hash)   cmx:{t}:player:<PLR>, field 'token' = the current digest
     KEYS[4] new      (string) cmx:{t}:token:<D2> (rotate; revoke passes KEYS[1] again)
     KEYS[5] tokens   (hash)   the legacy tokens hash: digest -> player id
+    KEYS[6] sessions (zset)   cmx:{t}:sessions:<PLR>: the player's other tokens -> their end (ms)
 
     ARGV[1] 'rotate', 'revoke' or 'adopt'
     ARGV[2] player id the old token names (read by the caller)
@@ -39,6 +43,7 @@
                                or its successor no longer current); nothing changed
 ]]
 local oldKey, rotatedKey, playerKey, newKey, tokensKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local sessionsKey = KEYS[6]
 local op, playerId, oldDigest, newDigest, sealed = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local lifetime, replay = tonumber(ARGV[6]), tonumber(ARGV[7])
 
@@ -64,6 +69,7 @@ if op == 'revoke' then
   redis.call('DEL', oldKey)
   if legacy then redis.call('HDEL', tokensKey, oldDigest) end
   if redis.call('HGET', playerKey, 'token') == oldDigest then redis.call('HDEL', playerKey, 'token') end
+  redis.call('ZREM', sessionsKey, oldDigest)
   return {1, 0}
 end
 
@@ -71,7 +77,8 @@ if not known then
   local done = redis.call('GET', rotatedKey)
   if not done then return {-1, ''} end
   local owner, digest, expires, box = string.match(done, '^(%S+) (%x+) (%d+) (%x+)$')
-  if owner == playerId and redis.call('HGET', playerKey, 'token') == digest then return {0, tonumber(expires), box} end
+  local current = redis.call('HGET', playerKey, 'token') == digest or redis.call('ZSCORE', sessionsKey, digest)
+  if owner == playerId and current then return {0, tonumber(expires), box} end
   return {-1, ''}
 end
 if redis.call('EXISTS', newKey) == 1 then return {-1, ''} end  -- a fresh digest never collides
@@ -80,7 +87,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('SET', newKey, playerId, 'PX', lifetime)
 redis.call('DEL', oldKey)
 if legacy then redis.call('HDEL', tokensKey, oldDigest) end
-redis.call('HSET', playerKey, 'token', newDigest)
+if redis.call('ZREM', sessionsKey, oldDigest) == 1 then
+  redis.call('ZADD', sessionsKey, now + lifetime, newDigest)
+  redis.call('PEXPIRE', sessionsKey, lifetime)
+else
+  redis.call('HSET', playerKey, 'token', newDigest)
+end
 local record = playerId .. ' ' .. newDigest .. ' ' .. (now + lifetime) .. ' ' .. sealed
 redis.call('SET', rotatedKey, record, 'PX', replay)
 return {1, now + lifetime}

@@ -17,8 +17,9 @@ HTTP request it:
    connection while it streams).
 3. takes a token from the request class's buckets (:mod:`codemojex.web.buckets`); over: 429
    ``rate_limited`` with ``Retry-After``. The operator token is exempt. When the limiter fails, reads
-   are let through (fail open: the in-process caps above still hold) and sign-ups and guesses, which mint
-   or spend currency, are refused with 503 ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
+   are let through (fail open: the in-process caps above still hold) and sign-ups, recovery-code
+   sign-ins and guesses, which mint currency or tokens or spend currency, are refused with 503
+   ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
 4. bounds how long the request body may take to arrive (:attr:`Limits.body_timeout_s`; then 408
    ``request_timeout``), and reads it (up to ``body_limit`` bytes, the size the inner
    :class:`~codemojex.web.limits.BodyLimit` allows) *before* taking a slot under ``inflight_total``: a
@@ -53,6 +54,7 @@ _LIMITED_PATHS = ("/api/", "/metrics", "/healthz")
 EVENTS_PATH = "/api/events"
 
 SIGNUP_PER_ADDRESS = Rate(10, 360_000)  # 10 at once, then one every 6 min (10 an hour)
+RECOVER_PER_ADDRESS = Rate(10, 360_000)  # recovery-code sign-ins: 10 at once, then 10 an hour
 GUESS_PER_ADDRESS = Rate(60, 100)  # 60 at once, then 10 a second
 GUESS_PER_PLAYER = Rate(20, 250)  # 20 at once, then 4 a second
 READ_PER_ADDRESS = Rate(300, 20)  # 300 at once, then 50 a second
@@ -64,6 +66,7 @@ class Limits:
     """Every admission limit of the host (README "Limits", SECURITY.md "Admission control")."""
 
     signup_per_address: Rate = SIGNUP_PER_ADDRESS
+    recover_per_address: Rate = RECOVER_PER_ADDRESS
     guess_per_address: Rate = GUESS_PER_ADDRESS
     guess_per_player: Rate = GUESS_PER_PLAYER
     read_per_address: Rate = READ_PER_ADDRESS
@@ -238,6 +241,8 @@ class Admission:
         limits, method = self.limits, scope["method"]
         if method == "POST" and path.rstrip("/") == "/api/players":
             kind, per_address, per_player = buckets.SIGNUP, limits.signup_per_address, None
+        elif method == "POST" and path.rstrip("/") == "/api/recover":
+            kind, per_address, per_player = buckets.RECOVER, limits.recover_per_address, None
         elif method == "POST" and _GUESS_PATH.fullmatch(path):
             kind, per_address, per_player = buckets.GUESS, limits.guess_per_address, limits.guess_per_player
         else:

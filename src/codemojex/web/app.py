@@ -36,6 +36,7 @@ from codemojex.web import (
     player_api,
     problems,
     proof_api,
+    recovery_api,
     schemas,
     token_api,
 )
@@ -121,6 +122,7 @@ def create_app(config: HostConfig) -> FastAPI:
         app.include_router(router)
     app.include_router(token_api.router)
     app.include_router(history_api.router)
+    app.include_router(recovery_api.router)
 
     @app.get("/healthz", tags=["health"], response_model=schemas.HealthOut, responses=problems.answers())
     async def healthz(request: Request) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Each request class has its own pair of buckets (:class:`Rate`: a burst ``capacity`` refilled one token
 every ``period_ms``): ``signup`` (``POST /api/players``, per address only: a new player is currency),
-``guess`` (``POST /api/rounds/<RND>/guesses``) and ``read`` (every other API call). The player's bucket
+``recover`` (``POST /api/recover``, per address only: it mints a token), ``guess``
+(``POST /api/rounds/<RND>/guesses``) and ``read`` (every other API call). The player's bucket
 is keyed by the player id: the script itself reads the id the bearer token's key names (no round trip is
 added, and a rotation keeps the bucket it had); a token with no token key (a legacy token of the
 ``tokens`` hash until it is migrated, or an unknown token, throttled by the address's bucket anyway) is
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from codemojex.game import Game
 
-SIGNUP, GUESS, READ = "signup", "guess", "read"
+SIGNUP, GUESS, READ, RECOVER = "signup", "guess", "read", "recover"
 
 
 @dataclass(frozen=True, slots=True)

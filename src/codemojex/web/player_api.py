@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import guesses, leaderboard, locks, player_stats, players, rounds, trials, wallet
+from codemojex import guesses, leaderboard, locks, player_stats, players, recovery, rounds, trials, wallet
 from codemojex.emoji import graphemes
-from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
+from codemojex.errors import CodemojexError, InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus
@@ -68,6 +68,9 @@ async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
     game = host_of(request).game
     player = await players.register(game, new.name, token=token)
     created = player.created_ms
+    code: str | None = None
+    with contextlib.suppress(CodemojexError):  # the player exists: a failed code is asked for later
+        code = await recovery.issue(game, player.id)
     return {
         "player_id": player.id,
         "name": player.name,
@@ -75,6 +78,7 @@ async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
         "created_ms": created,
         "token_expires_ms": created + game.settings.token_lifetime_ms,
         "expires_unless_played_ms": created + game.settings.trial_ms,
+        "recovery_code": code,
     }
 
 
@@ -89,6 +93,7 @@ async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
         "name": player.name,
         "created_ms": player.created_ms,
         "expires_unless_played_ms": ends,
+        "has_recovery_code": await recovery.has_code(game, player_id),
     }
 
 

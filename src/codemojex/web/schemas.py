@@ -45,6 +45,11 @@ class NewPlayerOut(Shape):
     created_ms: int
     token_expires_ms: int = Field(description="when the token ends (rotate it before: POST /api/me/token)")
     expires_unless_played_ms: int = Field(description="a player with no admitted guess by then is deleted")
+    recovery_code: str | None = Field(
+        default=None,
+        description="signs the player in on another device (POST /api/recover): shown once, keep it; null "
+        "if it could not be made now (ask for one: POST /api/me/recovery)",
+    )
 
 
 class PlayerOut(Shape):
@@ -52,6 +57,19 @@ class PlayerOut(Shape):
     name: str
     created_ms: int
     expires_unless_played_ms: int | None = Field(description="null once an admitted guess keeps the player")
+    has_recovery_code: bool = Field(default=False, description="whether a recovery code works for the player")
+
+
+class RecoveryOut(Shape):
+    player_id: str
+    recovery_code: str = Field(description="shown once; the player's previous code no longer works")
+
+
+class RecoveredOut(Shape):
+    player_id: str
+    name: str
+    token: str = Field(description="a new bearer token for this device; shown once")
+    token_expires_ms: int
 
 
 class TokenOut(Shape):

@@ -1,10 +1,11 @@
 """The ``echomq`` command: run a worker, read stats, inspect jobs, handle dead letters, sweep, demo.
 
-``REDIS_URL`` selects the server (default ``redis://127.0.0.1:6379/0``; ``echomq demo`` starts an
-embedded Redis instead when it is unset); with ``--cluster`` it names one node of a Redis Cluster, from
-which the client discovers the others. ``--tag`` selects the bus (default ``cm``). Bad input (an
-ill-formed job id, a bad ``MODULE:FUNC``) exits with 2 and one line on stderr; a job that does not exist,
-or a server that cannot be reached, exits with 1. No error ends in a traceback.
+``--redis-url`` (else ``REDIS_URL``) selects the server (default ``redis://127.0.0.1:6379/0``;
+``echomq demo`` starts an embedded Redis instead when neither is given); with ``--cluster`` it names
+one node of a Redis Cluster, from which the client discovers the others. ``--tag`` selects the bus
+(default ``cm``). Bad input (an ill-formed job id, a bad ``MODULE:FUNC``) exits with 2 and one line on
+stderr; a job that does not exist, or a server that cannot be reached, exits with 1.
+No error ends in a traceback.
 
 This package: :func:`main` (here, the ``echomq`` console script and ``python -m echomq.cli``) parses with
 :mod:`~.parser`, runs the sub-command's coroutine from :mod:`~.commands` (which prints what :mod:`~.render`
@@ -22,6 +23,7 @@ from typing import Any
 
 import redis.exceptions
 
+from echomq.cli import env
 from echomq.cli.exits import UsageError, explain
 from echomq.cli.parser import build_parser
 from echomq.errors import EchoMQError
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``echomq``; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    env.use(args.redis_url)
     logs.configure(args.log_level)
     run: Callable[[argparse.Namespace], Coroutine[Any, Any, int]] = args.run
     try:

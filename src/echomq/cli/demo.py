@@ -25,6 +25,7 @@ from pathlib import Path
 from echomq import ids
 from echomq._validate import check_int
 from echomq.bus import Bus
+from echomq.cli.env import given_url
 from echomq.errors import InvalidOption
 from echomq.jobs import NewJob
 from echomq.testing.server import RedisProcess, find_redis_server
@@ -112,7 +113,7 @@ async def run(
     check_int("lanes", lanes, 1, 10_000)
     if not 0 < rate <= 100_000 or (seconds is not None and not 0 < seconds < math.inf):  # nan: False
         raise InvalidOption("rate is in (0, 100000] jobs a second and seconds, when given, is > 0 and finite")
-    url = os.environ.get("REDIS_URL")
+    url = given_url()
     if cluster and not url:
         raise InvalidOption("--cluster needs REDIS_URL naming one node of the cluster")
     server = None

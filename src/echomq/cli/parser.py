@@ -15,7 +15,8 @@ from echomq.errors import InvalidInput
 from echomq.keyspace import JOB_BRAND
 from echomq.worker.runner import SWEEP_PERIOD_S
 
-_CLUSTER_HELP = "REDIS_URL names one node of a Redis Cluster"
+_CLUSTER_HELP = "the URL names one node of a Redis Cluster"
+_URL_HELP = "the Redis server (default $REDIS_URL, else redis://127.0.0.1:6379/0)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,12 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="echomq", description="EchoMQ: a reliable job queue on Redis.")
     parser.add_argument("--tag", default=DEFAULT_TAG, help=f"bus tag (default {DEFAULT_TAG})")
     parser.add_argument("--cluster", action="store_true", help=_CLUSTER_HELP)
+    parser.add_argument("--redis-url", default=None, metavar="URL", help=_URL_HELP)
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper
     )
     common = _Parser(add_help=False)
     common.add_argument("--tag", default=argparse.SUPPRESS, help=f"bus tag (default {DEFAULT_TAG})")
     common.add_argument("--cluster", action="store_true", default=argparse.SUPPRESS, help=_CLUSTER_HELP)
+    common.add_argument("--redis-url", default=argparse.SUPPRESS, metavar="URL", help=_URL_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker on MODULE:FUNC")

@@ -117,7 +117,10 @@ export function clearSession() {
   Object.values(KEYS).forEach((key) => storageSet(key, null));
 }
 
-/** Register a player (POST /api/players) and store the session; returns it. */
+/**
+ * Register a player (POST /api/players) and store the session; returns {session, recovery_code} (the
+ * code is shown once and never stored here).
+ */
 export async function join(name) {
   const player = await api("POST", "/api/players", { body: { name } });
   const session = {
@@ -128,7 +131,7 @@ export async function join(name) {
     token_life_ms: player.token_expires_ms ? player.token_expires_ms - player.created_ms : 0,
   };
   saveSession(session);
-  return session;
+  return { session, recovery_code: player.recovery_code || null };
 }
 
 /**
@@ -327,8 +330,12 @@ export function friendlyError(err) {
   if (err.code === "invalid_guess" && err.problem) {
     return `${base} (${PROBLEMS[err.problem] || String(err.problem).replace(/_/g, " ")})`;
   }
-  if (err.code === "name_taken" && err.body && err.body.error && err.body.error.suggestion) {
-    return `${base} Try “${err.body.error.suggestion}” (filled in for you).`;
+  if (err.code === "name_taken" || err.code === "invalid_name") {
+    // the server says what is wrong with this name (too long, a look-alike of whose name, ...)
+    const text = err.message && !err.message.startsWith("HTTP") ? err.message.replace(/\.$/, "") : "";
+    const said = text ? `${text[0].toUpperCase()}${text.slice(1)}.` : base;
+    const suggestion = err.body && err.body.error && err.body.error.suggestion;
+    return suggestion ? `${said} “${suggestion}” is free (filled in for you).` : said;
   }
   if (WITH_DETAIL.has(err.code) && err.message && err.message !== base) return `${base.replace(/\.$/, "")}: ${err.message}`;
   return base;

@@ -6,7 +6,8 @@
 // The player's guesses, wallet and the leaderboard stay live through /api/events (SSE) with polling as
 // the fallback. A 401 anywhere (an expired, rotated or revoked token) forgets the session and shows the
 // join form again, the old name filled in. The token is rotated on start when past half its life;
-// "Log out" revokes it on the server before forgetting it here.
+// "Log out" warns first (accounts.js: the recovery code, the join screen's recovery sign-in), then
+// revokes the token on the server before forgetting it here.
 // Play aids live in their own modules: marks.js (keys proved in/out), share.js (the share grid),
 // notices.js (solve notices from the stream's `solved` events), stats.js (GET /api/me/stats); "↺ Last
 // guess" (or R) fills the slots with the newest guess to edit (prefillLast).
@@ -21,6 +22,9 @@ import { markKeys } from "/static/marks.js";
 import { renderShare, wireShare } from "/static/share.js";
 import { showSolveNotice, clearNotices } from "/static/notices.js";
 import { refreshStats } from "/static/stats.js";
+import {
+  initAccounts, showRecoveryCode, hideRecoveryCode, confirmSignOut, newRecoveryCode,
+} from "/static/accounts.js";
 
 const LENGTH = 6;
 const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
@@ -35,6 +39,8 @@ const ui = {
   game: byTestId("game"),
   playerName: byTestId("player-name"),
   leave: byTestId("leave"),
+  newRecovery: byTestId("new-recovery"),
+  keyCount: byTestId("key-count"),
   balances: document.getElementById("balances"),
   price: byTestId("price"),
   roundId: byTestId("round-id"),
@@ -82,6 +88,7 @@ const state = {
   live: "off",
   timers: [],
   roundRetry: null,
+  unreachable: false, // the last call could not reach the server
 };
 
 const clock = serverClock();
@@ -96,8 +103,11 @@ const lobby = createLobby({
 async function call(method, path, options = {}) {
   if (!state.session) throw new ApiError("not joined", { status: 401, code: "unauthorized" });
   try {
-    return await api(method, path, { ...options, token: state.session.token });
+    const answer = await api(method, path, { ...options, token: state.session.token });
+    setReachable(true);
+    return answer;
   } catch (err) {
+    setReachable(!(err instanceof ApiError && err.status === 0));
     if (err instanceof ApiError && err.status === 401) {
       const name = state.session ? state.session.name : "";
       clearSession();
@@ -132,8 +142,10 @@ async function onJoin(event) {
   }
   ui.joinButton.disabled = true;
   try {
-    state.session = await join(name);
+    const joined = await join(name);
+    state.session = joined.session;
     showMessage(ui.message, "");
+    showRecoveryCode(joined.recovery_code);
     startGame();
   } catch (err) {
     const suggestion = err instanceof ApiError && err.body && err.body.error ? err.body.error.suggestion : null;
@@ -145,14 +157,25 @@ async function onJoin(event) {
 }
 
 async function onLeave() {
+  if (!(await confirmSignOut(state.session))) return;
   ui.leave.disabled = true;
   try {
     await logout(state.session);
+    hideRecoveryCode();
     showJoin("Logged out: this player's token no longer works anywhere.");
   } catch (err) {
     showMessage(ui.message, friendlyError(err), "error");
   } finally {
     ui.leave.disabled = false;
+  }
+}
+
+async function onNewRecovery() {
+  if (!window.confirm("Make a new recovery code? The one you have now stops working.")) return;
+  try {
+    showRecoveryCode(await newRecoveryCode(state.session));
+  } catch (err) {
+    showMessage(ui.message, friendlyError(err), "error");
   }
 }
 
@@ -433,10 +456,25 @@ function closeEvents() {
 
 function setLive(live) {
   state.live = live;
+  renderLive();
+}
+
+/** A call reached the server (true) or failed to (false: the indicator says so, whatever the stream). */
+function setReachable(reachable) {
+  if (state.unreachable === !reachable) return;
+  state.unreachable = !reachable;
+  renderLive();
+}
+
+function renderLive() {
+  const live = state.unreachable ? "unreachable" : state.live;
   ui.live.dataset.live = live;
-  const text = { live: "live", polling: "polling", off: "offline" }[live] || live;
+  const text = { live: "live", polling: "polling", off: "offline", unreachable: "server unreachable" }[live] || live;
   setText(ui.live.querySelector(".live-text"), text);
-  ui.live.title = live === "live" ? "Live updates over server-sent events" : "Live updates unavailable: polling";
+  ui.live.title = {
+    live: "Live updates over server-sent events",
+    unreachable: "The server cannot be reached: retrying",
+  }[live] || "Live updates unavailable: polling";
 }
 
 function parseEvent(event) {
@@ -654,6 +692,8 @@ function onKeyClick(event) {
 // was (onBoardMousedown), so Enter after clicking six keys still submits.
 function onKeydown(event) {
   if (ui.game.hidden || !state.round) return;
+  if (document.querySelector("dialog[open]")) return; // the sign-out warning has the keyboard
+  if (event.key === "Enter" && event.target.closest?.('[data-testid="recovery-panel"]')) return;
   const tag = event.target && event.target.tagName;
   if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.altKey) {
@@ -686,6 +726,7 @@ function onKeydown(event) {
 
 function renderKeyboard() {
   clear(ui.keyboard);
+  setText(ui.keyCount, String(Math.min(9, (state.round.keyboard || []).length)));
   (state.round.keyboard || []).forEach((key, i) => {
     ui.keyboard.append(el("button", {
       type: "button", class: "key", title: `${key} (key ${i + 1})`, "aria-label": `key ${i + 1}: ${key}`,
@@ -920,6 +961,13 @@ function boot() {
   ui.prefill.addEventListener("click", prefillLast);
   wireShare(ui.share);
   ui.nextRound.addEventListener("click", onNextRound);
+  ui.newRecovery.addEventListener("click", onNewRecovery);
+  initAccounts({
+    onSignedIn: (session) => {
+      state.session = session;
+      startGame();
+    },
+  });
   document.addEventListener("keydown", onKeydown);
   window.addEventListener("pagehide", closeEvents);
   state.session = getSession();

@@ -92,7 +92,7 @@ async function ensureSession() {
   if (!state.joining) {
     const name = `proof-${randomLetters(4)}`;
     state.joining = join(name)
-      .then((session) => {
+      .then(({ session }) => {
         log(`joined as ${session.name} (${session.player_id})`);
         return session;
       })
@@ -125,6 +125,10 @@ function renderSession() {
 }
 
 async function onRejoin() {
+  const current = state.session || getSession();
+  const warning = `Forget ${current ? current.name || "this player" : "this player"} in this browser (the Play page too) and`
+    + " join as a new proof player? Without its recovery code the player cannot be reached again.";
+  if (current && !window.confirm(warning)) return;
   clearSession();
   state.session = null;
   state.jobs = [];

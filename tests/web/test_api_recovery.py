@@ -1,0 +1,113 @@
+"""Recovery codes over real HTTP: the code comes with the sign-up, trades for a token on another device
+(the first device's token still works), a wrong code, a wrong name and an unknown player are one 401,
+guessing is rate-limited per address (fail closed), a new code revokes the old one, and "sign out
+everywhere else" ends the other devices' tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from codemojex import recovery
+from codemojex.web.admission import Limits
+from codemojex.web.buckets import Rate
+from tests.support.web import error_code
+
+
+def sign_up(anon, name: str = "Ada") -> dict:
+    reply = anon.post("/api/players", json={"name": name})
+    assert reply.status_code == 201, reply.text
+    body: dict = reply.json()
+    return body
+
+
+def test_the_sign_up_shows_a_code_that_signs_in_on_another_device(served, anon):
+    ada = sign_up(anon)
+    code = ada["recovery_code"]
+    assert recovery.normalise(code)
+    reply = anon.post("/api/recover", json={"code": code.lower().replace("-", " ")})
+    assert reply.status_code == 200, reply.text
+    second = reply.json()
+    assert (second["player_id"], second["name"]) == (ada["player_id"], "Ada")
+    assert second["token"] != ada["token"]
+    assert second["token_expires_ms"] > 0
+    with served.client(second["token"]) as phone, served.client(ada["token"]) as laptop:
+        assert phone.get("/api/me").json()["player_id"] == ada["player_id"]
+        assert laptop.get("/api/me").status_code == 200, "the first device keeps playing"
+        assert phone.get("/api/me").json()["has_recovery_code"] is True
+        assert phone.get("/api/wallet").json()["balances"] == {"coin": 50, "ticket": 3}
+
+
+def test_a_wrong_code_a_wrong_name_and_an_unknown_player_are_one_401(anon):
+    ada = sign_up(anon)
+    answers = [
+        anon.post("/api/recover", json={"code": recovery.new_code()}),
+        anon.post("/api/recover", json={"code": ada["recovery_code"], "name": "Bob"}),
+        anon.post("/api/recover", json={"code": recovery.new_code(), "name": "Nobody"}),
+    ]
+    assert [(r.status_code, error_code(r)) for r in answers] == [(401, "bad_recovery_code")] * 3
+    assert len({r.json()["error"]["message"] for r in answers}) == 1, "nothing tells the cases apart"
+    named = anon.post("/api/recover", json={"code": ada["recovery_code"], "name": "ADA"})
+    assert named.status_code == 200, "the name is checked as names are compared (its skeleton)"
+
+
+def test_text_that_cannot_be_a_code_is_400(anon):
+    for bad in ("", "1234", "U" * 20, "x" * 64):
+        reply = anon.post("/api/recover", json={"code": bad})
+        assert (reply.status_code, error_code(reply)) == (400, "invalid_option"), bad
+    assert anon.post("/api/recover", json={"code": "x" * 65}).status_code == 422
+
+
+def test_a_new_code_revokes_the_old_one_and_needs_the_token(served, anon):
+    ada = sign_up(anon)
+    assert anon.post("/api/me/recovery").status_code == 401
+    with served.client(ada["token"]) as client:
+        reply = client.post("/api/me/recovery")
+    assert reply.status_code == 200
+    new = reply.json()["recovery_code"]
+    assert new != ada["recovery_code"]
+    assert anon.post("/api/recover", json={"code": ada["recovery_code"]}).status_code == 401
+    assert anon.post("/api/recover", json={"code": new}).status_code == 200
+
+
+def test_signing_out_everywhere_else_ends_the_other_tokens(served, anon):
+    ada = sign_up(anon)
+    reply = anon.post("/api/recover", json={"code": ada["recovery_code"], "sign_out_others": True})
+    assert reply.status_code == 200
+    with served.client(ada["token"]) as laptop, served.client(reply.json()["token"]) as phone:
+        assert laptop.get("/api/me").status_code == 401
+        assert phone.get("/api/me").status_code == 200
+
+
+def test_guessing_codes_is_rate_limited_per_address(serve_app, host_config):
+    limits = Limits(recover_per_address=Rate(3, 3_600_000))
+    served = serve_app(dataclasses.replace(host_config, limits=limits))
+    with served.client() as anon:
+        ada = sign_up(anon)
+        for _ in range(3):
+            assert anon.post("/api/recover", json={"code": recovery.new_code()}).status_code == 401
+        refused = anon.post("/api/recover", json={"code": ada["recovery_code"]})
+        assert (refused.status_code, error_code(refused)) == (429, "rate_limited")
+        assert int(refused.headers["Retry-After"]) > 0
+        assert anon.get("/api/rounds").status_code == 200, "other calls have their own buckets"
+
+
+def test_a_lost_sign_in_reply_is_retried_and_both_tokens_name_the_player(served, anon):
+    ada = sign_up(anon)
+    first = anon.post("/api/recover", json={"code": ada["recovery_code"]}).json()
+    again = anon.post("/api/recover", json={"code": ada["recovery_code"]}).json()
+    assert first["token"] != again["token"]
+    with served.client(again["token"]) as client:
+        assert client.get("/api/me").json()["player_id"] == ada["player_id"]
+
+
+def test_a_broken_limiter_refuses_recovery_sign_ins(serve_app, host_config, sync_redis, tag):
+    """Fail closed, as sign-ups: a sign-in mints a token, so no limiter means no sign-in (503)."""
+    served = serve_app(host_config)
+    address = hashlib.sha256(b"127.0.0.1").hexdigest()
+    sync_redis.hset(f"cmx:{{{tag}}}:bucket:recover:a:{address}", "x", "1")  # the script fails on it
+    with served.client() as anon:
+        ada = sign_up(anon)
+        refused = anon.post("/api/recover", json={"code": ada["recovery_code"]})
+    assert (refused.status_code, error_code(refused)) == (503, "unavailable")
+    assert "retry-after" in refused.headers
