@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 from codemojex import faults, round_jobs
 from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError, Unavailable
-from codemojex.game import Game, translate_errors
+from codemojex.game import Game, encode_prices, translate_errors
 from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
 from codemojex.payload import GuessJob, decode_payload
@@ -90,6 +90,7 @@ def score_call(
             keys.wallet(request.player),
             keys.ledger(request.player),
             keys.played(request.round, request.player),
+            keys.rewards(request.round),
         ],
         [
             claim.job,
@@ -106,6 +107,7 @@ def score_call(
             1 if finish else 0,
             game.settings.events_cap,
             *finish_args(game.bus),
+            encode_prices(game.settings.solve_reward),
         ],
     )
 

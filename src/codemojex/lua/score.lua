@@ -35,7 +35,14 @@
   A job refunded after it was dead-lettered (refund.lua) and then retried is charged again before it is
   scored (ledger reason 'recharge', the same currency and amount, the JOB named) when the wallet can pay;
   when it cannot, the job completes without a record ('unpaid', result 'unpaid'): never refunded and
-  scored for free. KEYS[12..15] serve only this rule.
+  scored for free. KEYS[12..15] serve only this rule and the reward below.
+
+  The economy's solve reward (codemojex.economy): the step that writes a record and leaves the player
+  solved credits ARGV[17] to their wallet, with one ledger entry 'reward' per currency (naming the
+  round), once per (player, round): KEYS[17] holds player -> the JOB whose score took it. Since this
+  runs only where the record is written (once per guess) and solved never reverts, the reward is paid
+  once, whatever the order or number of deliveries (two solving guesses scored in either order, a
+  redelivery, a retried call).
 
   Input:
     KEYS[1]  job      (hash)    emq:{t}:job:<JOB>
@@ -54,6 +61,7 @@
     KEYS[14] wallet   (hash)    the player's balances
     KEYS[15] ledger   (list)    the player's append-only ledger
     KEYS[16] played   (zset)    the player's GES ids in the round at score 0: the order their standing folds
+    KEYS[17] rewards  (hash)    cmx:{t}:rewards:<RND>, player -> the JOB whose score paid the solve reward
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -72,6 +80,7 @@
              which trims a few expired done rows as it completes: see echomq's includes/trim.lua)
     ARGV[15] result ttl (ms): how long a done row is kept whole
     ARGV[16] dedup window (ms): how long after its finish a tombstone absorbs duplicates
+    ARGV[17] the solve reward ('coin=25'; '' for none)
 
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
@@ -92,6 +101,7 @@ local guessId, roundId, playerId = ARGV[4], ARGV[5], ARGV[6]
 local guess, code, hits, nears, length = ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local finish, eventsCap = ARGV[12], tonumber(ARGV[13])
 local prefix, resultTtl, dedupWindow = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
+local rewardsKey, reward = KEYS[17], ARGV[17]
 
 -- @include "finish"
 
@@ -247,6 +257,15 @@ if redis.call('EXISTS', guessKey) == 0 then
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'scored', 'player', playerId,
     'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length))
   observe(math.max(0, now - submitted))
+  -- economy: the solve reward (begin) ----------------------------------------------------------------
+  if s.solved and reward ~= '' and redis.call('HSETNX', rewardsKey, playerId, jobId) == 1 then
+    for name, amount in string.gmatch(reward, '([a-z]+)=(%d+)') do
+      local paid = redis.call('HINCRBY', walletKey, name, tonumber(amount))
+      redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = name, delta = tonumber(amount),
+        balance = paid, reason = 'reward', job = '', round = roundId}))
+    end
+  end
+  -- economy: the solve reward (end) ------------------------------------------------------------------
 end
 
 if finish == '1' then
