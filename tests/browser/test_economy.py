@@ -78,5 +78,7 @@ def test_a_broke_player_sees_the_rule_and_is_refilled_by_the_next_round(served, 
     submit.click()
     expect(page.get_by_test_id("message")).to_contain_text("Admitted, charged 1 ticket")
     expect(balance(page, "ticket"), "refilled to 2 by the rule, less the guess").to_have_text("1")
-    expect(economy).to_have_text("Every round, your first guess tops you up to 2 tickets. Solving the round earns 10 coins.")
+    expect(economy).to_have_text(
+        "Every round, your first guess tops you up to 2 tickets. Solving the round earns 10 coins."
+    )
     screenshot("economy-refilled")

@@ -99,9 +99,18 @@ async def round_list(game: Game, args: argparse.Namespace) -> Result:
 async def player_new(game: Game, args: argparse.Namespace) -> Result:
     player = await players.register(game, args.name)
     purse = await wallet.read_wallet(game, player.id, ledger_limit=1)
-    data = {"id": player.id, "name": player.name, "created_ms": player.created_ms, "wallet": purse.balances}
-    balances = ", ".join(f"{amount} {currency}" for currency, amount in purse.balances.items())
-    lines = fields([("player", player.id), ("name", player.name), ("wallet", balances)])
+    allowance = dict(game.settings.allowance)  # the economy: topped up at each round's first guess
+    data = {
+        "id": player.id,
+        "name": player.name,
+        "created_ms": player.created_ms,
+        "wallet": purse.balances,
+        "allowance": allowance,
+    }
+    balances = ", ".join(f"{amount} {currency}" for currency, amount in purse.balances.items()) or "empty"
+    level = ", ".join(f"{amount} {currency}" for currency, amount in allowance.items())
+    rows = [("player", player.id), ("name", player.name), ("wallet", balances)]
+    lines = fields([*rows, ("allowance", f"{level} (each round's first guess tops the wallet up to it)")])
     return Result(data, lines)
 
 
