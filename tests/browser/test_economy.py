@@ -40,7 +40,8 @@ def test_a_broke_player_sees_the_rule_and_is_refilled_by_the_next_round(served, 
     page.get_by_test_id("join").click()
     economy = page.get_by_test_id("economy")
     expect(economy, "the rule before the first guess").to_have_text(
-        "Your first guess of this round tops you up to 2 tickets (+2 tickets). Solving the round earns 10 coins."
+        "Your first guess of this round tops you up to 2 tickets (+2 tickets)."
+        " Solving the round earns 10 coins."
     )
     expect(page.get_by_test_id("price")).to_have_text("next guess: 1 ticket")
     submit = page.get_by_test_id("submit")
