@@ -293,7 +293,8 @@ def test_worker_logs_its_start_and_stops_on_sigterm_with_exit_0(start_worker, ta
 @pytest.mark.slow
 def test_spending_the_whole_grant_then_a_guess_is_refused_for_funds(cmx):
     """The round's allowance (3 tickets, 50 coins, at the first guess) pays 13 guesses at ticket=1 else
-    coin=5; the 14th is refused with insufficient_funds (exit 1, nothing charged) and the wallet still reconciles."""
+    coin=5; the 14th is refused with insufficient_funds (exit 1, nothing charged) and the wallet still
+    reconciles."""
     round_id = open_round(cmx)["id"]
     player_id = new_player(cmx)["id"]
     charges = []
