@@ -74,3 +74,25 @@ def test_the_offer_of_a_named_round_and_of_no_round(served, operator, join):
     assert ada.get("/api/wallet").json()["offer"] is None
     assert error_code(ada.get("/api/wallet?round_id=RND00000000000000000000000")) == "unknown_round"
     assert ada.get("/api/wallet?round_id=nope").status_code == 400
+
+
+def test_the_offer_says_when_the_next_round_opens(served, operator, join):
+    """A round scheduled for later is the next round: its open time is in the offer."""
+    current = open_round(operator)
+    later = open_round(operator, delay_s=600)
+    _, ada = join()
+    offer = ada.get("/api/wallet").json()["offer"]
+    assert offer["round_id"] == current["round_id"]
+    assert offer["next_round"]["opens_ms"] == later["opens_ms"]
+
+
+def test_a_player_cannot_read_another_players_offer_or_write_an_allowance(served, operator, join):
+    """The offer is the caller's own wallet, whatever is asked; no route credits an allowance or reward."""
+    the_round = open_round(operator)
+    _, ada = join()
+    _, bob = join("Bob")
+    ada.post(f"/api/rounds/{the_round['round_id']}/guesses", json={"guess": MISS})
+    assert bob.get("/api/wallet").json()["offer"]["allowance_taken"] is False
+    assert bob.get("/api/wallet?player_id=x").json()["balances"] == {}  # an unknown parameter is ignored
+    paths = list(ada.get("/openapi.json").json()["paths"])
+    assert not [path for path in paths if any(word in path for word in ("credit", "allowance", "reward"))]
