@@ -115,7 +115,7 @@ async def _arena(url: str, tag: str, players: int, guesses: int) -> Arena:
         registered = await asyncio.gather(
             *(game_players.register(game, f"bench {i}") for i in range(players))
         )
-        each = math.ceil(guesses / players) + 1  # the starting grant covers a few more
+        each = math.ceil(guesses / players) + 1  # the round's allowance (first guess) covers a few more
         currency, _ = the_round.prices[0]
         await asyncio.gather(*(wallet.credit(game, p.id, currency, each, reason="bench") for p in registered))
     return Arena(

@@ -35,8 +35,8 @@ KEY_COUNTS: dict[str, int] = {
     "open_round": 3,
     "close_round": 3,
     "credit": 4,
-    "submit": 17,
-    "score": 17,
+    "submit": 18,
+    "score": 18,
     "lock": 4,
     "refund": 10,
     "admit": 3,
@@ -95,6 +95,13 @@ def check_prices(prices: object, *, what: str = "price list") -> Prices:
     return tuple(checked)
 
 
+def check_amounts(amounts: object, *, what: str) -> Prices:
+    """Like :func:`check_prices`, but an empty list is allowed (no grant, no allowance, no reward)."""
+    if isinstance(amounts, Sequence) and not isinstance(amounts, str | bytes) and not amounts:
+        return ()
+    return check_prices(amounts, what=what)
+
+
 def encode_prices(prices: Prices) -> str:
     """``ticket=1;coin=5``: the form the scripts parse (validated names and amounts only)."""
     return ";".join(f"{currency}={amount}" for currency, amount in prices)
@@ -109,7 +116,11 @@ def decode_prices(text: str) -> Prices:
 class GameSettings:
     """Per-game defaults. Every process of one game should use the same values."""
 
-    grant: Prices = (("ticket", 3), ("coin", 50))  # what a new player starts with
+    # The economy (codemojex.economy): nothing at sign-up, a per-round allowance topped up at a player's
+    # first admitted guess of each round, a reward for solving; each once per (player, round).
+    grant: Prices = ()  # what a new player starts with
+    allowance: Prices = (("ticket", 3), ("coin", 50))  # each balance raised to this level, once a round
+    solve_reward: Prices = (("coin", 25),)  # credited once per (player, round) at the solve
     prices: Prices = (("ticket", 1), ("coin", 5))  # a guess's price list, in order of preference
     keyboard_size: int = 8
     max_attempts: int = 10  # deliveries of one guess job before it is dead-lettered
@@ -120,7 +131,9 @@ class GameSettings:
     results_kept: int = 64  # a player's latest played rounds kept one by one for stats (player_stats)
 
     def __post_init__(self) -> None:
-        check_prices(self.grant, what="grant")
+        check_amounts(self.grant, what="grant")
+        check_amounts(self.allowance, what="allowance")
+        check_amounts(self.solve_reward, what="solve reward")
         check_prices(self.prices)
         for name, low, high in (
             ("keyboard_size", 2, 32),

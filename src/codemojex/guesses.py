@@ -37,7 +37,7 @@ from codemojex import locks as lock_rules
 from codemojex.codes import parse_guess
 from codemojex.engine import Feedback
 from codemojex.errors import InvalidGuess, ScriptError, UnknownPlayer, UnknownRound
-from codemojex.game import Game, check_int, translate_errors
+from codemojex.game import Game, check_int, encode_prices, translate_errors
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from codemojex.payload import decode_payload, encode_payload
 from codemojex.rounds import round_from_row
@@ -143,6 +143,7 @@ def submit_call(
             keys.standing(round_id),
             keys.guess(guess_of(job)),
             keys.trial,
+            keys.allowances(round_id),
         ],
         [
             job,
@@ -153,6 +154,7 @@ def submit_call(
             game.settings.max_queued,
             digest,
             round_id,
+            encode_prices(game.settings.allowance),
         ],
     )
 

@@ -22,6 +22,8 @@ key                         type    holds
 ``submitted:<RND>:<PLR>``   zset    the player's admitted JOB ids, scored by admission time
 ``charges:<RND>``           hash    JOB -> ``currency=amount`` it was charged
 ``refunds:<RND>``           hash    JOB -> ``refunded`` / ``recharged`` / ``unpaid`` (a dead guess's refund)
+``allowances:<RND>``        hash    player -> the JOB whose admission took the round's allowance (once)
+``rewards:<RND>``           hash    player -> the JOB whose score rewarded the solve (once)
 ``refund_checkpoint``       string  dead-set time (ms) up to which the refund pass has looked
 ``guess:<GES>``             hash    the scored guess record (GES = the JOB's body under ``GES``)
 ``scored:<RND>``            zset    every GES of the round at score 0: id order, i.e. admission order
@@ -153,6 +155,12 @@ class GameKeys:
 
     def refunds(self, round_id: str) -> str:
         return f"{self.prefix}refunds:{check_id(round_id, ROUND)}"
+
+    def allowances(self, round_id: str) -> str:
+        return f"{self.prefix}allowances:{check_id(round_id, ROUND)}"
+
+    def rewards(self, round_id: str) -> str:
+        return f"{self.prefix}rewards:{check_id(round_id, ROUND)}"
 
     @property
     def refund_checkpoint(self) -> str:

@@ -69,7 +69,10 @@ def demo_tag(tag: str) -> str:
 
 def demo_settings(caller_cap: int = CALLER_CAP) -> GameSettings:
     """The demo game's settings: the demo currency, and ``caller_cap`` jobs waiting per caller."""
-    return GameSettings(grant=DEMO_GRANT, prices=DEMO_PRICES, max_queued=caller_cap)
+    # No economy in the demo game: its one currency is the worthless demo grant (no allowance, no reward).
+    return GameSettings(
+        grant=DEMO_GRANT, allowance=(), solve_reward=(), prices=DEMO_PRICES, max_queued=caller_cap
+    )
 
 
 def demo_game(

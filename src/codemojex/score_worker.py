@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 from codemojex import faults, round_jobs
 from codemojex.engine import Feedback, score
 from codemojex.errors import InvalidPayload, ScriptError, Unavailable
-from codemojex.game import Game, translate_errors
+from codemojex.game import Game, encode_prices, translate_errors
 from codemojex.keyboard import Keyboard
 from codemojex.keys import guess_of
 from codemojex.payload import GuessJob, decode_payload
@@ -91,6 +91,7 @@ def score_call(
             keys.ledger(request.player),
             keys.played(request.round, request.player),
             keys.results(request.player),
+            keys.rewards(request.round),
         ],
         [
             claim.job,
@@ -108,6 +109,7 @@ def score_call(
             game.settings.events_cap,
             *finish_args(game.bus),
             game.settings.results_kept,
+            encode_prices(game.settings.solve_reward),
         ],
     )
 

@@ -7,9 +7,14 @@
   ``recharge`` in ``score.lua``, and only of what the wallet holds (:mod:`codemojex.refunds`).
 * A guess that can never be scored (dead-lettered) is refunded once (``refund``, in ``refund.lua``);
   one retried after its refund pays again before it is scored (``recharge``), or is not scored at all.
+* The economy's credits (:mod:`codemojex.economy`): the round's ``allowance``, topped up in
+  ``submit.lua`` at a player's first admitted guess of a round, and the solve ``reward`` in
+  ``score.lua``, each once per (player, round). :func:`read_offer` says what they will be before the
+  player types.
 * Every debit and credit appends one ledger entry naming its currency, delta, the balance after it, its
-  reason (``grant``, ``guess``, ``refund``, ``recharge``, or a credit's reason) and its JOB id (empty for
-  a grant). Replaying the ledger gives the balances: :func:`reconcile` checks it.
+  reason (``grant``, ``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``, or a credit's
+  reason), its JOB id (empty for a grant, an allowance or a reward) and, for the game's own entries, its
+  round. Replaying the ledger gives the balances: :func:`reconcile` checks it.
 * A credit applies once per operation id (:func:`credit`), so a retried call, by the caller or by
   redis-py after a timeout, never credits twice.
 """
@@ -27,7 +32,8 @@ from codemojex.keys import JOB, OPERATION, check_id
 from echomq import ids
 
 _REASON = re.compile(r"[a-z_]{1,32}")
-_RESERVED = frozenset({"guess", "refund", "recharge"})  # written only by the game's scripts
+# Written only by the game's scripts (a caller writing one could forge a refill the invariants count).
+_RESERVED = frozenset({"guess", "refund", "recharge", "allowance", "reward"})
 MAX_LEDGER = 10_000
 
 
@@ -40,6 +46,7 @@ class LedgerEntry:
     reason: str
     job: str  # the JOB id, or "" for a grant
     operation: str = ""  # the OPR id of a credit (empty for a grant or a guess's debit)
+    round: str = ""  # the RND of a guess's debit, an allowance or a reward (else empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,7 @@ def _entry(raw: bytes) -> LedgerEntry:
         reason=str(data["reason"]),
         job=str(data["job"]),
         operation=str(data.get("op", "")),
+        round=str(data.get("round", "")),
     )
 
 
@@ -104,8 +112,9 @@ async def credit(
     operation: str | None = None,
 ) -> int:
     """Add ``amount`` of ``currency`` (a prize, a top-up, a grant); the balance after it. The reasons of
-    the game's own entries (``guess``, ``refund``, ``recharge``) are refused: a dead guess's refund is
-    :func:`codemojex.refunds.refund`, once.
+    the game's own entries (``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``) are refused:
+    a dead guess's refund is :func:`codemojex.refunds.refund`, once; the economy's credits are the
+    scripts' own (:mod:`codemojex.economy`).
 
     The credit applies once per ``operation`` (an ``OPR`` id; one is minted per call when none is
     given). A lost reply: the credit may or may not have applied; call again with the same
@@ -116,7 +125,7 @@ async def credit(
     check_amount("amount", amount)
     if not isinstance(reason, str) or not _REASON.fullmatch(reason) or reason in _RESERVED:
         raise InvalidOption(
-            f"a reason is 1-32 characters of [a-z_], not guess/refund/recharge, got {reason!r}"
+            f"a reason is 1-32 characters of [a-z_], not {'/'.join(sorted(_RESERVED))}, got {reason!r}"
         )
     if job:
         check_id(job, JOB)

@@ -100,7 +100,10 @@ def test_a_new_player_plays_a_round_to_the_solve(
     assert streams, "the page opened an event stream"
     assert all("ticket=" in url and "token" not in url for url in streams)  # a ticket, never the token
     assert not any(player_token(page) in url for url in urls)
-    expect(page.locator('[data-testid="balance"][data-currency="ticket"]')).to_have_text("3")
+    # Nothing at sign-up: the round's allowance (3 tickets) comes with the first guess, as the page says.
+    expect(page.locator('[data-testid="balance"][data-currency="ticket"]')).to_have_text("0")
+    expect(page.get_by_test_id("economy")).to_contain_text("tops you up to 3 tickets and 50 coins")
+    expect(page.get_by_test_id("price")).to_have_text("next guess: 1 ticket")
     expect(page.get_by_test_id("submit"), "nothing to submit before six keys").to_be_disabled()
 
     # Guess 1, with the mouse: a wrong guess that earns a hit, a near and a miss.

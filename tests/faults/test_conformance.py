@@ -180,6 +180,26 @@ def test_the_checks_catch_a_double_effect_and_a_double_charge(finished_run, sync
     assert any(f"{job} was charged 2 times" in violation for violation in report.violations)
 
 
+def test_the_checks_catch_a_second_allowance_and_a_reward_without_a_solve(finished_run, sync_redis, tag):
+    """The run under kills held the economy's invariants (each allowance and reward once per player and
+    round); a forged second allowance, and a reward marker for a player who never solved, are caught."""
+    assert not [v for v in finished_run.recheck().violations if "allowance" in v or "reward" in v]
+    _, game_keys, job = _one_scored_job(sync_redis, tag)
+    round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
+    player = json.loads(sync_redis.hget(f"emq:{{{tag}}}:job:{job}", "payload"))["player"]
+    balance = int(sync_redis.hget(game_keys.wallet(player), "coin") or 0)
+    forged = {"at": 1, "currency": "coin", "delta": 50, "balance": balance + 50, "reason": "allowance",
+              "job": "", "round": round_id}  # fmt: skip
+    sync_redis.rpush(game_keys.ledger(player), json.dumps(forged))
+    sync_redis.hincrby(game_keys.wallet(player), "coin", 50)
+    standings = sync_redis.hgetall(game_keys.standing(round_id))
+    unsolved = next(p.decode() for p, member in standings.items() if not member.startswith(b"0"))
+    sync_redis.hset(game_keys.rewards(round_id), unsolved, job)
+    violations = finished_run.recheck().violations
+    assert any(f"{player} took the coin allowance of {round_id} 2 times" in v for v in violations)
+    assert any(f"{unsolved} was rewarded in {round_id} but has not solved it" in v for v in violations)
+
+
 def test_the_checks_catch_a_job_in_two_places_and_a_lane_out_of_the_ring(finished_run, sync_redis, tag):
     keys, _, job = _one_scored_job(sync_redis, tag)
     sync_redis.zadd(keys.lane("PLR00000000000000000000000"), {job: 0})

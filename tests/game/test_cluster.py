@@ -42,7 +42,11 @@ async def test_a_round_is_played_whole_on_a_cluster(cluster, tag):
         board = await leaderboard.read_board(game, the_round.id)
         assert [(entry.name, entry.standing.solved) for entry in board] == [("Ada", True)]
         held = await wallet.read_wallet(game, ada.id)
-        assert held.balances == {"coin": 50, "ticket": 2}
+        assert [e.reason for e in held.ledger] == ["allowance", "allowance", "guess", "reward"]
+        assert held.balances == {
+            "coin": 50 + 25,
+            "ticket": 2,
+        }  # the allowance, a ticket spent, the solve reward
         assert wallet.reconcile(held) == []
 
 

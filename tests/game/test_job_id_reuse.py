@@ -22,7 +22,9 @@ from echomq import Bus, Settings, Worker
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import eventually, running
 
-COIN_GAME = GameSettings(grant=(("coin", 100),), prices=(("coin", 5),), max_attempts=1)
+COIN_GAME = GameSettings(
+    grant=(("coin", 100),), allowance=(), solve_reward=(), prices=(("coin", 5),), max_attempts=1
+)
 SHORT = Settings(result_ttl_ms=1, dedup_window_ms=1, dead_ttl_ms=1)
 GUESS = ("🍎", "🍌", "🍑", "🍑", "🍑", "🍑")
 

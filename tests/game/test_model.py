@@ -6,7 +6,8 @@ want of funds, again after a credit), claims guess jobs, scores them with the re
 worker after the effect but before the acknowledgement (``score.lua`` with ``finish=False``), lets
 leases run out (the probe moves a deadline to the epoch and the sweep reaps it, dead-lettering a job on
 its last try), finishes with reaped claims, and drains the queue. A pure model predicts every outcome:
-admitted with the first price the wallet can pay (ticket=1, else coin=5), duplicate with the original
+admitted with the first price the wallet can pay (ticket=1, else coin=5) after the round's allowance
+(tickets topped up to 3 at the player's first admission), a solve reward once, duplicate with the original
 charge, conflict, refused for funds or for a solve (a player is solved once a solving guess is
 *scored*), done or stale. A refusal, a duplicate, a conflict and a stale finish change no key but the
 bus's counters.
@@ -57,7 +58,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from codemojex import guesses, leaderboard, players, ranking, rounds, score_worker, wallet
+from codemojex import economy, guesses, leaderboard, players, ranking, rounds, score_worker, wallet
 from codemojex.engine import score
 from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome, Refusal
@@ -73,6 +74,8 @@ _tags = itertools.count()
 MAX_PLAYERS = 4
 MAX_ATTEMPTS = 2  # deliveries before the sweep dead-letters a job: small, so the dead path is reached
 GRANT = (("ticket", 2), ("coin", 7))  # three guesses (1 + 1 + 5), then the player needs a credit
+ALLOWANCE = (("ticket", 3),)  # the first admitted guess tops tickets up to 3 (once in the round)
+REWARD = (("coin", 5),)  # the solve pays one more coin guess, once
 LEASE_MS = 60_000  # never runs out by itself during a test; the probe expires leases instead
 DATABASE = 7  # of the session's server: the invariants SCAN, and other tests leave many keys in 0
 COUNTED = ("admitted", "duplicate", "conflict", "claimed", "completed", "stale", "reclaimed", "dead")
@@ -109,6 +112,8 @@ class Model:
         self.standings: dict[str, ranking.Standing] = {}
         self.proven: dict[str, dict[int, str]] = {}
         self.counters: Counter[str] = Counter()
+        self.taken: set[str] = set()  # players who took the round's allowance (their first admission)
+        self.rewarded: set[str] = set()  # players paid the solve reward
 
     def register(self, player: str) -> None:
         self.players.append(player)
@@ -127,14 +132,22 @@ class Model:
         """What a new submission of ``player`` gets: its charge, or the refusal."""
         if self.solved(player):
             return Refusal.ALREADY_SOLVED
-        balance = self.balances[player]
+        balance = self.topped(player)
         if balance["ticket"] >= 1:
             return "ticket", 1
         if balance["coin"] >= 5:
             return "coin", 5
         return Refusal.INSUFFICIENT_FUNDS
 
+    def topped(self, player: str) -> dict[str, int]:
+        """The balances a new admission of ``player`` is charged from: the round's allowance first."""
+        if player in self.taken:
+            return self.balances[player]
+        return economy.after(self.balances[player], economy.top_up(ALLOWANCE, self.balances[player]))
+
     def admit(self, job: ModelJob) -> None:
+        self.balances[job.player] = self.topped(job.player)
+        self.taken.add(job.player)
         currency, amount = job.charge
         self.balances[job.player][currency] -= amount
         self.jobs[job.id] = job
@@ -161,6 +174,9 @@ class Model:
         job = self.jobs[job_id]
         self.scored.append(job_id)
         self.refold(job.player)
+        if self.standings[job.player].solved and job.player not in self.rewarded:
+            self.rewarded.add(job.player)
+            self.balances[job.player] = economy.after(self.balances[job.player], REWARD)
         feedback = score(SECRET, job.guess)
         for position, mark in enumerate(feedback.code()):
             if mark == "H":
@@ -217,7 +233,10 @@ class GameMachine(RuleBasedStateMachine):
         self.loop = loop
         self.client = client
         bus = Bus.from_url(url, tag=f"gm{os.getpid()}-{next(_tags)}")
-        self.game = Game(bus, GameSettings(grant=GRANT, max_attempts=MAX_ATTEMPTS))
+        self.game = Game(
+            bus,
+            GameSettings(grant=GRANT, allowance=ALLOWANCE, solve_reward=REWARD, max_attempts=MAX_ATTEMPTS),
+        )
         self.probe = GameProbe.of(client, self.game)
         self.model = Model()
         self.round_id = ""

@@ -31,7 +31,9 @@ from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.web import ROOT, stop_worker, worker_process
 from tests.support.workers import eventually, running
 
-COIN_GAME = GameSettings(grant=(("coin", 100),), prices=(("coin", 5),), max_attempts=1)
+COIN_GAME = GameSettings(
+    grant=(("coin", 100),), allowance=(), solve_reward=(), prices=(("coin", 5),), max_attempts=1
+)
 GUESS = ("🍎", "🍌", "🍑", "🍑", "🍑", "🍑")
 
 

@@ -59,7 +59,7 @@ async def test_a_code_revealed_on_a_throwaway_account_does_not_rank_above_an_ear
     main = await players.register(game, "main")
 
     revealed = await _reveal(game, the_round.id, throwaway.id)
-    assert revealed == SECRET  # the free account's starting grant bought the whole code
+    assert revealed == SECRET  # the free account's round allowance bought the whole code
 
     for guess in (("🍎", "🍌", "🍑", "🍑", "🍑", "🍑"), ("🍎", "🍌", "🍇", "🍎", "🍑", "🍑"), SECRET):
         honest_solve = await _admit(game, the_round.id, honest.id, guess)

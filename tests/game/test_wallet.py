@@ -6,20 +6,30 @@ import asyncio
 
 import pytest
 
-from codemojex import guesses, players, wallet
+from codemojex import economy, guesses, players, wallet
 from codemojex.errors import InvalidOption, UnknownPlayer
-from codemojex.game import Game
+from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome, Refusal
 from echomq import Bus, ids
 from tests.support.game import text
 
 GUESS = text(("🍎", "🍌", "🍇", "🍒", "🥝", "🍑"))
-AFFORDABLE = 3 + 50 // 5  # the default grant pays 3 guesses in tickets, then 10 in coins
+AFFORDABLE = 3 + 50 // 5  # the round's allowance pays 3 guesses in tickets, then 10 in coins
 
 
-async def test_a_new_player_gets_the_grant_and_the_ledger_says_so(game, player):
-    """3 tickets and 50 coins, each credit a ledger entry with reason grant and no job."""
+async def test_a_new_player_gets_nothing_at_sign_up(game, player):
+    """No grant (the economy: a round's allowance comes with the first guess of the round)."""
     held = await wallet.read_wallet(game, player.id)
+    assert (held.balances, held.ledger) == ({}, ())
+    assert wallet.reconcile(held) == []
+
+
+async def test_a_configured_grant_is_credited_with_ledger_entries(redis_server, tag):
+    """A game that grants 3 tickets and 50 coins: each credit a ledger entry with reason grant, no job."""
+    settings = GameSettings(grant=(("ticket", 3), ("coin", 50)))
+    async with Game(Bus.from_url(redis_server.url, tag=tag), settings) as granting:
+        ada = await players.register(granting, "Ada")
+        held = await wallet.read_wallet(granting, ada.id)
     assert held.balances == {"coin": 50, "ticket": 3}
     assert [(e.currency, e.delta, e.reason, e.job) for e in held.ledger] == [
         ("ticket", 3, "grant", ""),
@@ -41,7 +51,7 @@ async def test_charges_follow_the_price_list_in_order_of_preference(game, the_ro
     assert refused.charged is None
     held = await wallet.read_wallet(game, player.id)
     assert held.balances == {"coin": 0, "ticket": 0}
-    assert len(held.ledger) == 2 + AFFORDABLE
+    assert len(held.ledger) == 2 + AFFORDABLE  # the allowance's two top-ups, then the guesses
     assert wallet.reconcile(held) == []
 
 
@@ -80,7 +90,7 @@ async def test_credit_appends_to_the_ledger_and_refuses_bad_input(game, player):
     """A credit names its reason and job; a bad currency, amount, reason (or one the game reserves for
     its own entries: guess, refund, recharge) or player changes nothing."""
     job = ids.mint("JOB")
-    assert await wallet.credit(game, player.id, "coin", 7, reason="prize", job=job) == 57
+    assert await wallet.credit(game, player.id, "coin", 7, reason="prize", job=job) == 7
     held = await wallet.read_wallet(game, player.id)
     assert (held.ledger[-1].delta, held.ledger[-1].reason, held.ledger[-1].job) == (7, "prize", job)
     for bad in [
@@ -97,7 +107,7 @@ async def test_credit_appends_to_the_ledger_and_refuses_bad_input(game, player):
             await bad()
     with pytest.raises(UnknownPlayer):
         await wallet.credit(game, ids.mint("PLR"), "coin", 1)
-    assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 57, "ticket": 3}
+    assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 7}
 
 
 def test_reconcile_finds_a_ledger_that_does_not_add_up():
@@ -110,9 +120,10 @@ def test_reconcile_finds_a_ledger_that_does_not_add_up():
 
 
 async def test_choose_price_matches_what_submit_charges(game: Game, the_round, player):
-    """The pure choose_price picks the currency submit.lua then charges."""
+    """The pure choose_price (of the balances after the round's allowance) picks what submit.lua charges."""
     held = await wallet.read_wallet(game, player.id)
-    expected = wallet.choose_price(the_round.prices, held.balances)
+    topped = economy.after(held.balances, economy.top_up(game.settings.allowance, held.balances))
+    expected = wallet.choose_price(the_round.prices, topped)
     submission = await guesses.submit(game, the_round.id, player.id, GUESS)
     assert submission.charged == expected == ("ticket", 1)
     assert wallet.choose_price(the_round.prices, {"coin": 4}) is None

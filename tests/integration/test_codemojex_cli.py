@@ -185,7 +185,7 @@ def test_a_whole_play_through_the_cli(cmx, start_worker, sync_redis, tag):
     assert [(p["currency"], p["amount"]) for p in opened["prices"]] == [("ticket", 1), ("coin", 5)]
     assert "secret" not in opened
     player = new_player(cmx, "Ada")
-    assert player["wallet"] == {"ticket": 3, "coin": 50}
+    assert (player["wallet"], player["allowance"]) == ({}, {"ticket": 3, "coin": 50})  # no sign-up grant
     player_id = player["id"]
     secret = read_secret(sync_redis, tag, round_id)
 
@@ -253,13 +253,15 @@ def test_a_whole_play_through_the_cli(cmx, start_worker, sync_redis, tag):
     assert "yes" in board_text.stdout
 
     purse = ok(cmx("--json", "wallet", player_id, "--ledger", "2"))
-    assert purse["balances"] == {"ticket": 0, "coin": 50}
+    assert purse["balances"] == {"ticket": 0, "coin": 75}  # 50 from the allowance, 25 for the solve
     assert purse["reconciles"] is True
     assert purse["problems"] == []
-    assert purse["ledger_entries"] == 5  # two grants, three guesses (the duplicate charged nothing)
+    # two allowances, three guesses (the duplicate charged nothing), the solve's reward
+    assert purse["ledger_entries"] == 6
     assert [(e["currency"], e["delta"], e["reason"]) for e in purse["ledger"]] == [
-        ("ticket", -1, "guess")
-    ] * 2
+        ("ticket", -1, "guess"),
+        ("coin", 25, "reward"),
+    ]
     assert "reconciles: yes" in cmx("wallet", player_id).stdout
 
     shown = ok(cmx("--json", "round", "show"))  # the open round, by default
@@ -292,8 +294,9 @@ def test_worker_logs_its_start_and_stops_on_sigterm_with_exit_0(start_worker, ta
 
 @pytest.mark.slow
 def test_spending_the_whole_grant_then_a_guess_is_refused_for_funds(cmx):
-    """The grant (3 tickets, 50 coins) pays 13 guesses at ticket=1 else coin=5; the 14th is refused
-    with insufficient_funds (exit 1, nothing charged) and the wallet still reconciles."""
+    """The round's allowance (3 tickets, 50 coins, at the first guess) pays 13 guesses at ticket=1 else
+    coin=5; the 14th is refused with insufficient_funds (exit 1, nothing charged) and the wallet still
+    reconciles."""
     round_id = open_round(cmx)["id"]
     player_id = new_player(cmx)["id"]
     charges = []
@@ -347,7 +350,7 @@ def test_bad_guesses_are_refusals_with_their_problem(cmx):
     text = cmx("guess", round_id, player_id, "🐶🍌🍇🍓🍒🍑")
     assert text.returncode == 1
     assert text.stdout.startswith("refused: bad_guess (off_keyboard)")
-    assert ok(cmx("--json", "wallet", player_id))["balances"] == {"ticket": 3, "coin": 50}
+    assert ok(cmx("--json", "wallet", player_id))["balances"] == {}  # refused guesses took no allowance
 
 
 def test_closed_scheduled_and_limited_rounds_refuse(cmx):
@@ -482,8 +485,8 @@ def test_readable_forms_and_the_default_round(cmx):
     player = cmx("player", "new", "Grace Hopper")
     assert player.returncode == 0
     assert "Grace Hopper" in player.stdout
-    assert "3 ticket" in player.stdout
-    assert "50 coin" in player.stdout
+    assert "wallet     empty" in player.stdout
+    assert "3 ticket, 50 coin (each round's first guess tops the wallet up to it)" in player.stdout
 
 
 def test_help_exits_0():

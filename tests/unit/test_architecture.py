@@ -142,6 +142,7 @@ PURE = (
     "codemojex.ranking",
     "codemojex.names",
     "codemojex.errors",
+    "codemojex.economy",
     "codemojex.hints",
     "codemojex.streaks",
 )

@@ -42,7 +42,7 @@ def test_refused_guesses_with_fresh_keys_leave_no_day_long_keys(redis_server, ta
         reply = ada.post(path, json={"guess": FRUIT[:6]}, headers={"Idempotency-Key": f"k{n}"})
         admitted += reply.status_code == 202
         assert reply.status_code in (202, 402), reply.text
-    assert 0 < admitted < 40  # the grant ran out: the rest were refused for no funds
+    assert 0 < admitted < 40  # the round's allowance ran out: the rest were refused for no funds
     client = redis.Redis.from_url(redis_server.url)
     try:
         keys = GameKeys(tag)

@@ -129,19 +129,23 @@ async def player_new(game: Game, args: argparse.Namespace) -> Result:
     player = await players.register(game, args.name)
     code = await recovery.issue(game, player.id)  # the way into the Play page for this player
     purse = await wallet.read_wallet(game, player.id, ledger_limit=1)
+    allowance = dict(game.settings.allowance)  # the economy: topped up at each round's first guess
     data = {
         "id": player.id,
         "name": player.name,
         "created_ms": player.created_ms,
         "wallet": purse.balances,
+        "allowance": allowance,
         "recovery_code": code,
     }
-    balances = ", ".join(f"{amount} {currency}" for currency, amount in purse.balances.items())
+    balances = ", ".join(f"{amount} {currency}" for currency, amount in purse.balances.items()) or "empty"
+    level = ", ".join(f"{amount} {currency}" for currency, amount in allowance.items())
     lines = fields(
         [
             ("player", player.id),
             ("name", player.name),
             ("wallet", balances),
+            ("allowance", f"{level} (each round's first guess tops the wallet up to it)"),
             ("recovery", f"{code}  (signs this player in on the Play page; shown once)"),
         ]
     )

@@ -126,7 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     player_group = sub.add_parser("player", help="register players").add_subparsers(
         dest="player_command", required=True, metavar="PLAYER_COMMAND"
     )
-    player_new = leaf(player_group, "new", commands.player_new, "register a player, with the starting grant")
+    player_new = leaf(
+        player_group,
+        "new",
+        commands.player_new,
+        "register a player (with the starting grant, if the game has one)",
+    )
     player_new.add_argument("name", metavar="NAME")
 
     guess = leaf(sub, "guess", play.guess_submit, "guess the code of a round")

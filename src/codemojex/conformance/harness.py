@@ -226,6 +226,7 @@ class Run:
         once, figures = invariants.exactly_once(state, rows, self.history.acknowledged)
         violations += once
         violations += invariants.wallets(client, keys, state, rows)
+        violations += invariants.economy(client, keys, round_id, state, SETTINGS)
         violations += invariants.leaderboard(state)
         violations += self.history.problems
         if self.history.problems and self.players.host_log is not None:

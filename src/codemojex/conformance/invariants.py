@@ -14,6 +14,13 @@ promise at once instead of stopping at the first:
   refunded at most once and only when dead (given the rows: a refunded job is dead now, or was retried
   and then recharged and scored, or completed unpaid), recharged at most once and only after its
   refund: its net charge is its price when it is scored and nothing when it is refunded and unscored.
+* :func:`economy`: the economy's credits (:mod:`codemojex.economy`) of the round: at most one
+  ``allowance`` entry per currency per player, only with the round's marker, naming a job the player had
+  admitted, and each raising its balance exactly to the allowance's level (topped up, never added); at
+  most one ``reward`` entry per currency, only for a solved player and with its marker, of the reward's
+  amount; and, given the game's settings, every admitted player took the allowance and every solved
+  player was rewarded. With :func:`wallets` (balances = ledger replay) each credit is once per (player,
+  round), whatever the retries, faults and delivery order.
 * :func:`leaderboard`: the board equals the ranking recomputed from the GES records in admission order
   (:func:`codemojex.leaderboard.fold_records`), each player's stored standing is their fold, and each
   record's ``attempt`` and ``counted`` are the ones that fold gives it: a pure function of the admitted
@@ -33,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codemojex import ranking
+from codemojex.conformance.credits import economy
 from codemojex.conformance.starts import Starts
 from codemojex.guesses import GuessRecord, record_from_row
 from codemojex.keys import GameKeys, guess_of
@@ -47,6 +55,7 @@ __all__ = [
     "Client",
     "GameState",
     "dead_unhandled",
+    "economy",
     "exactly_once",
     "job_rows",
     "leaderboard",
@@ -159,7 +168,13 @@ def _wallet(client: Client, keys: GameKeys, player: str) -> Wallet:
         data = json.loads(raw)
         entries.append(
             LedgerEntry(
-                data["at"], data["currency"], data["delta"], data["balance"], data["reason"], data["job"]
+                data["at"],
+                data["currency"],
+                data["delta"],
+                data["balance"],
+                data["reason"],
+                data["job"],
+                round=data.get("round", ""),
             )
         )
     return Wallet(player, balances, tuple(entries))

@@ -36,7 +36,14 @@
   A job refunded after it was dead-lettered (refund.lua) and then retried is charged again before it is
   scored (ledger reason 'recharge', the same currency and amount, the JOB named) when the wallet can pay;
   when it cannot, the job completes without a record ('unpaid', result 'unpaid'): never refunded and
-  scored for free. KEYS[12..15] serve only this rule.
+  scored for free. KEYS[12..15] serve only this rule and the reward below.
+
+  The economy's solve reward (codemojex.economy): the step that writes a record and leaves the player
+  solved credits ARGV[17] to their wallet, with one ledger entry 'reward' per currency (naming the
+  round), once per (player, round): KEYS[17] holds player -> the JOB whose score took it. Since this
+  runs only where the record is written (once per guess) and solved never reverts, the reward is paid
+  once, whatever the order or number of deliveries (two solving guesses scored in either order, a
+  redelivery, a retried call).
 
   Input:
     KEYS[1]  job      (hash)    emq:{t}:job:<JOB>
@@ -59,6 +66,7 @@
                                 player's stats, codemojex.player_stats): set with each record written, from
                                 the standing just folded, so redeliveries add nothing and any delivery
                                 order ends at the admission-order value
+    KEYS[18] rewards  (hash)    cmx:{t}:rewards:<RND>, player -> the JOB whose score paid the solve reward
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -80,6 +88,7 @@
     ARGV[17] rounds kept one by one in KEYS[17]; past that the oldest fold into its summary fields
              (played, solved, best, run, best_run, upto: codemojex.player_stats), and a record of a round
              at or before 'upto' leaves it unchanged
+    ARGV[18] the solve reward ('coin=25'; '' for none)
 
   Output:
     { 1, wrote }  scored (wrote = 1) or found already scored (wrote = 0), and the job completed
@@ -101,6 +110,7 @@ local guess, code, hits, nears, length = ARGV[7], ARGV[8], tonumber(ARGV[9]), to
 local finish, eventsCap = ARGV[12], tonumber(ARGV[13])
 local prefix, resultTtl, dedupWindow = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
 local resultsKept = tonumber(ARGV[17])
+local rewardsKey, reward = KEYS[18], ARGV[18]
 
 -- @include "finish"
 
@@ -318,6 +328,15 @@ if redis.call('EXISTS', guessKey) == 0 then
     'job', jobId, 'guess', guessId, 'code', code, 'solved', tostring(counted == 1 and hits == length),
     'newly', newly, 'attempts', s.attempts)
   observe(math.max(0, now - submitted))
+  -- economy: the solve reward (begin) ----------------------------------------------------------------
+  if s.solved and reward ~= '' and redis.call('HSETNX', rewardsKey, playerId, jobId) == 1 then
+    for name, amount in string.gmatch(reward, '([a-z]+)=(%d+)') do
+      local paid = redis.call('HINCRBY', walletKey, name, tonumber(amount))
+      redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = name, delta = tonumber(amount),
+        balance = paid, reason = 'reward', job = '', round = roundId}))
+    end
+  end
+  -- economy: the solve reward (end) ------------------------------------------------------------------
 end
 
 if finish == '1' then

@@ -13,6 +13,13 @@
   player's lane. The first admission takes the player off trial (KEYS[17]): they are kept for good
   (expire.lua deletes only players on trial). A refusal changes nothing: no charge without an admission, no admission without a charge.
 
+  The economy's allowance (codemojex.economy): the player's first admitted guess of the round first
+  tops each currency of ARGV[9] up to its level (never lowering one above it), with one ledger entry
+  'allowance' per currency raised (naming the round), and marks the round's allowance taken (KEYS[18],
+  player -> this JOB), all in the same atomic step; the price is chosen from the topped-up balances. So
+  the allowance is taken once per (player, round): a retry is a duplicate before this point, concurrent
+  first guesses are serialized and the second finds the marker, and a refusal takes nothing.
+
   Input:
     KEYS[1]  job       (hash)   emq:{t}:job:<JOB>
     KEYS[2]  lane      (zset)   emq:{t}:lane:<PLR>, the player's lane
@@ -31,6 +38,7 @@
     KEYS[15] standing  (hash)   player -> leaderboard member (first byte '0' = solved)
     KEYS[16] guess     (hash)   cmx:{t}:guess:<GES>, the JOB's scored record (read only: reuse check)
     KEYS[17] trial     (zset)   players with no admitted guess yet (codemojex.trials)
+    KEYS[18] allowances (hash)  cmx:{t}:allowances:<RND>, player -> the JOB that took the round's allowance
 
     ARGV[1] job id
     ARGV[2] player id (also the lane's name)
@@ -40,6 +48,7 @@
     ARGV[6] most guesses a player may have queued at once
     ARGV[7] request digest (hex): the admission's identity, stored as the row's digest
     ARGV[8] round id (named in the charge's ledger entry, so a refund finds the charge whatever the payload)
+    ARGV[9] the allowance's levels ('ticket=3;coin=50'; '' for none)
 
   Output:
     { 1, state, charge }  admitted and charged; charge is 'currency=amount'
@@ -62,7 +71,8 @@ local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, charges
 local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local digest, roundId = ARGV[7], ARGV[8]
-local guessKey, trialKey = KEYS[16], KEYS[17]
+local guessKey, trialKey, allowancesKey = KEYS[16], KEYS[17], KEYS[18]
+local allowance = ARGV[9]
 
 -- @include "admit"
 
@@ -96,9 +106,26 @@ if maxGuesses > 0 and (tonumber(redis.call('HGET', quotaKey, playerId)) or 0) >=
 end
 if redis.call('ZCARD', laneKey) >= maxQueued then return {-3, 'too_many_queued'} end
 
+-- economy: the round's allowance (begin) ------------------------------------------------------------
+-- topUp: {currency, amount} to credit before the charge (empty once the allowance was taken).
+local topUp, extra = {}, {}
+if allowance ~= '' and redis.call('HEXISTS', allowancesKey, playerId) == 0 then
+  for name, level in string.gmatch(allowance, '([a-z]+)=(%d+)') do
+    local missing = tonumber(level) - (tonumber(redis.call('HGET', walletKey, name)) or 0)
+    if missing > 0 then
+      topUp[#topUp + 1] = {name, missing}
+      extra[name] = missing
+    end
+  end
+end
+local function held(name)
+  return (tonumber(redis.call('HGET', walletKey, name)) or 0) + (extra[name] or 0)
+end
+-- economy: the round's allowance (end) --------------------------------------------------------------
+
 local currency, amount
 for name, price in string.gmatch(round[5], '([a-z]+)=(%d+)') do
-  if (tonumber(redis.call('HGET', walletKey, name)) or 0) >= tonumber(price) then
+  if held(name) >= tonumber(price) then
     currency, amount = name, tonumber(price)
     break
   end
@@ -107,6 +134,15 @@ if not currency then return {-3, 'insufficient_funds'} end
 
 local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
   jobId, playerId, payload, digest, maxAttempts, 0, 0, wakeCap)
+-- economy: take the round's allowance (begin) ------------------------------------------------------
+if allowance ~= '' and redis.call('HSETNX', allowancesKey, playerId, jobId) == 1 then
+  for _, credit in ipairs(topUp) do
+    local topped = redis.call('HINCRBY', walletKey, credit[1], credit[2])
+    redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = credit[1], delta = credit[2],
+      balance = topped, reason = 'allowance', job = '', round = roundId}))
+  end
+end
+-- economy: take the round's allowance (end) --------------------------------------------------------
 local balance = redis.call('HINCRBY', walletKey, currency, -amount)
 redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = currency, delta = -amount,
   balance = balance, reason = 'guess', job = jobId, round = roundId}))

@@ -14,7 +14,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import guesses, leaderboard, locks, player_stats, players, recovery, rounds, trials, wallet
+from codemojex import (
+    guesses,
+    leaderboard,
+    locks,
+    offers,
+    player_stats,
+    players,
+    recovery,
+    rounds,
+    trials,
+    wallet,
+)
 from codemojex.emoji import graphemes
 from codemojex.errors import CodemojexError, InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import Game, translate_errors
@@ -103,12 +114,36 @@ async def my_stats(request: Request, player_id: PlayerId) -> dict[str, Any]:
     return views.stats_view(player_id, await player_stats.read_stats(host_of(request).game, player_id))
 
 
-@router.get("/wallet", tags=["players"], response_model=schemas.WalletOut, responses=answers(401))
-async def my_wallet(request: Request, player_id: PlayerId) -> dict[str, Any]:
-    """Balances and the newest ledger entries (oldest first)."""
-    return views.wallet_view(
-        await wallet.read_wallet(host_of(request).game, player_id, ledger_limit=LEDGER_SHOWN)
-    )
+@router.get(
+    "/wallet", tags=["players"], response_model=schemas.WalletOut, responses=answers(400, 401, 404, 422)
+)
+async def my_wallet(
+    request: Request, player_id: PlayerId, round_id: Annotated[str | None, Query(max_length=64)] = None
+) -> dict[str, Any]:
+    """Balances, the newest ledger entries (oldest first), the economy's rule, and the offer: in the
+    round ``round_id`` (else the open round), what the next guess costs and what the allowance adds."""
+    game = host_of(request).game
+    if round_id is not None:
+        check_id(round_id, ROUND)
+    held = await wallet.read_wallet(game, player_id, ledger_limit=LEDGER_SHOWN)
+    now = await rounds.server_ms(game)
+    listed = await rounds.list_rounds(game, 50)
+    if round_id is not None:
+        the_round: rounds.Round | None = await rounds.get_round(game, round_id)
+    else:
+        the_round = next((r for r in listed if r.status_at(now) is RoundStatus.OPEN), None)
+    body = views.wallet_view(held)
+    settings = game.settings
+    body["economy"] = {
+        "allowance": views.amounts_view(settings.allowance),
+        "solve_reward": views.amounts_view(settings.solve_reward),
+    }
+    body["offer"] = None
+    if the_round is not None:
+        offer = await offers.read_offer(game, the_round.id, player_id)
+        scheduled = [r.opens_ms for r in listed if r.status_at(now) is RoundStatus.SCHEDULED]
+        body["offer"] = views.offer_view(offer, the_round.status_at(now), min(scheduled, default=None))
+    return body
 
 
 @router.get("/rounds/current", tags=["rounds"], response_model=schemas.RoundOut, responses=answers(404))

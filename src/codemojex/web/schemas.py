@@ -92,11 +92,42 @@ class LedgerEntryOut(Shape):
     job_id: str | None
 
 
+class EconomyOut(Shape):
+    allowance: list[PriceOut] = Field(
+        description="each balance is topped up to this level at your first admitted guess of a round"
+    )
+    solve_reward: list[PriceOut] = Field(description="credited once a round, when you solve it")
+
+
+class NextRoundOut(Shape):
+    top_up: list[PriceOut] = Field(
+        description="what your first guess of the next round would add, at today's balances"
+    )
+    opens_ms: int | None = Field(description="when the next round opens, if one is scheduled; else null")
+
+
+class OfferOut(Shape):
+    round_id: str
+    round_status: str = Field(description="scheduled, open or closed")
+    allowance_taken: bool = Field(description="your first admitted guess of this round took its allowance")
+    top_up: list[PriceOut] = Field(description="what your first guess here adds first ([] once taken)")
+    next_price: PriceOut | None = Field(
+        description="what your next guess of this round costs, the top-up included; null: you cannot pay"
+        " (a guess would be refused 402 insufficient_funds)"
+    )
+    rewarded: bool = Field(description="this round's solve reward was paid to you")
+    next_round: NextRoundOut
+
+
 class WalletOut(Shape):
     player_id: str
     balances: dict[str, int]
     ledger: list[LedgerEntryOut] = Field(description="the newest entries, oldest first")
     ledger_total: int
+    economy: EconomyOut = Field(description="the rule by which players get more to play with")
+    offer: OfferOut | None = Field(
+        description="your wallet in the round asked for (round_id), else the open round; null if none"
+    )
 
 
 class SubmissionOut(Shape):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from codemojex import hints
@@ -9,6 +10,7 @@ from codemojex.engine import Feedback
 from codemojex.guesses import PlayerGuess, Submission
 from codemojex.history import Summary
 from codemojex.leaderboard import Entry
+from codemojex.offers import Offer
 from codemojex.rounds import Round, RoundStatus
 from codemojex.streaks import PlayerStats
 from codemojex.wallet import Wallet
@@ -118,6 +120,24 @@ def wallet_view(wallet: Wallet) -> dict[str, Any]:
             for entry in wallet.ledger
         ],
         "ledger_total": wallet.ledger_total,
+    }
+
+
+def amounts_view(amounts: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    return [{"currency": currency, "amount": amount} for currency, amount in amounts]
+
+
+def offer_view(offer: Offer, status: RoundStatus, next_opens_ms: int | None) -> dict[str, Any]:
+    """What the player's wallet offers in a round (:class:`codemojex.offers.Offer`)."""
+    price = offer.next_price
+    return {
+        "round_id": offer.round,
+        "round_status": status.value,
+        "allowance_taken": offer.taken,
+        "top_up": amounts_view(offer.top_up),
+        "next_price": None if price is None else {"currency": price[0], "amount": price[1]},
+        "rewarded": offer.rewarded,
+        "next_round": {"top_up": amounts_view(offer.next_round_top_up), "opens_ms": next_opens_ms},
     }
 
 

@@ -25,6 +25,7 @@ import { refreshStats } from "/static/stats.js";
 import {
   initAccounts, showRecoveryCode, hideRecoveryCode, confirmSignOut, newRecoveryCode,
 } from "/static/accounts.js";
+import * as economy from "/static/economy.js";
 
 const LENGTH = 6;
 const CURRENCY_ICONS = { ticket: "🎟️", coin: "🪙" };
@@ -43,6 +44,7 @@ const ui = {
   keyCount: byTestId("key-count"),
   balances: document.getElementById("balances"),
   price: byTestId("price"),
+  economy: byTestId("economy"),
   roundId: byTestId("round-id"),
   roundStatus: byTestId("round-status"),
   roundTimer: byTestId("round-timer"),
@@ -270,6 +272,7 @@ function setRound(round) {
     openEvents();
     refreshGuesses().catch(() => {});
     refreshBoard().catch(() => {});
+    refreshWallet().catch(() => {}); // the offer of this round (economy.js)
   }
   renderRound();
   renderSlots();
@@ -503,8 +506,10 @@ function onBoardEvent(event) {
 // Data refreshes
 
 async function refreshWallet() {
-  state.wallet = await call("GET", "/api/wallet");
+  const query = state.round ? `?round_id=${encodeURIComponent(state.round.round_id)}` : "";
+  state.wallet = await call("GET", `/api/wallet${query}`);
   renderWallet();
+  renderInputEnabled();
 }
 
 async function refreshGuesses() {
@@ -558,12 +563,8 @@ async function refreshBoard() {
 
 const plural = (amount, currency) => `${amount} ${currency}${amount === 1 ? "" : "s"}`;
 
-/** The first price of the round's list the wallet can pay, or null. */
-function nextPrice() {
-  if (!state.round || !state.wallet) return null;
-  const balances = state.wallet.balances || {};
-  return (state.round.prices || []).find((p) => (balances[p.currency] || 0) >= p.amount) || null;
-}
+/** Whether the next guess can be paid (the server's offer; true while it is not known yet). */
+const canPay = () => economy.nextPrice(state.wallet, state.round) !== null;
 
 function renderWallet() {
   const balances = (state.wallet && state.wallet.balances) || {};
@@ -575,12 +576,11 @@ function renderWallet() {
       el("span", { dataset: { testid: "balance", currency } }, balances[currency] ?? 0),
       el("span", { class: "muted small" }, currency)));
   }
-  if (!state.wallet || !state.round) {
-    setText(ui.price, "");
-    return;
-  }
-  const price = nextPrice();
-  setText(ui.price, price ? `next guess: ${plural(price.amount, price.currency)}` : "you cannot pay for another guess");
+  const shown = economy.describe(state.wallet, state.round, formatClock);
+  const price = economy.nextPrice(state.wallet, state.round);
+  setText(ui.price, shown.price);
+  setText(ui.economy, shown.rule);
+  ui.economy.dataset.broke = shown.broke ? "1" : "0";
   ui.price.dataset.currency = price ? price.currency : "";
   ui.price.dataset.amount = price ? price.amount : "";
 }
@@ -786,8 +786,10 @@ function renderInputEnabled() {
   ui.clearButton.disabled = !typing;
   ui.prefill.disabled = !typing || !lastGuess();
   const complete = currentGuess() !== null;
-  ui.submit.disabled = !typing || !complete;
-  ui.submit.textContent = state.submitting ? "Submitting…" : state.retry ? "Retry guess" : "Submit guess";
+  const paying = canPay() || isClosed() || isSolved(); // broke: say so on the button, before any typing
+  ui.submit.disabled = !typing || !complete || !paying;
+  ui.submit.textContent = state.submitting ? "Submitting…" : state.retry ? "Retry guess"
+    : paying ? "Submit guess" : "Out of funds until the next round";
 }
 
 // ---------------------------------------------------------------------------------------------
