@@ -83,6 +83,8 @@ async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
             pipe.unlink(
                 keys.charges(round_id),
                 keys.refunds(round_id),
+                keys.allowances(round_id),
+                keys.rewards(round_id),
                 keys.standing(round_id),
                 keys.board(round_id),
                 keys.events(round_id),

@@ -22,9 +22,12 @@ WRONG = "🍎🍌🍒🍇🍑🍍"
 
 @pytest.fixture
 async def rich_game(redis_server, tag) -> AsyncIterator[Game]:
-    """A game whose players can pay for every guess and whose bus keeps no finished job row."""
+    """A game whose players can pay for every guess (a grant, no per-round allowance or reward: the
+    economy's own tests are tests/game/test_economy.py), whose players' stats keep 4 rounds one by one,
+    and whose bus keeps no finished job row."""
     bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(result_ttl_ms=0, dedup_window_ms=0))
-    the_game = Game(bus, GameSettings(grant=(("coin", 100_000),)))
+    settings = GameSettings(grant=(("coin", 100_000),), allowance=(), solve_reward=(), results_kept=4)
+    the_game = Game(bus, settings)
     yield the_game
     await the_game.aclose()
 
@@ -43,7 +46,10 @@ def _shapes(keys):
     return {re.sub(r"(RND|PLR|JOB|GES|OPR)[0-9A-Z]{20,}|[0-9a-f]{24,}", "*", key) for key in keys}
 
 
-def _memory(client, keys, *, skip=(":ledger:", ":summaries")):
+def _memory(client, keys, *, skip=(":ledger:", ":results:", ":summaries", ":history")):
+    """The memory of the keys but the ones that grow on purpose: the summaries and the history list
+    (kept for good, a few hundred bytes a round), a player's ledger and stats (bounded per player by
+    their own caps, checked apart)."""
     return sum(client.memory_usage(key) or 0 for key in keys if not any(part in key for part in skip))
 
 
@@ -77,6 +83,8 @@ async def test_many_rounds_leave_the_key_count_flat(rich_game, sync_redis, tag):
     assert per_round < 1024, f"a summary takes {per_round:.0f} bytes a round"
     assert len(await history.list_history(game, 100)) == 25
     assert all(s.secret == SECRET and s.guesses == 6 for s in await history.list_history(game, 100))
+    for person in people:  # a player's stats are bounded by results_kept (4 rounds + summary fields)
+        assert sync_redis.hlen(game.keys.results(person.id)) <= 4 + 6
     for person in people:  # a player's own wallet and ledger are not round data
         assert sync_redis.llen(game.keys.ledger(person.id)) == 2 * 25 + 1
 
