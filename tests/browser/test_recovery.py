@@ -130,8 +130,8 @@ def test_no_404_is_asked_for_while_no_round_is_open(served, operator, page):
     page.wait_for_timeout(3500)  # the page asks again every 3 s
     open_round(operator)
     expect(page.get_by_test_id("round-status"), "the round is found when it opens").to_have_text("open")
-    assert [url for status, url in answers if "/api/rounds" in url and status == 404] == []
-    assert any("/api/rounds?" in url for _, url in answers), "it asked the rounds list"
+    assert [url for status, url in answers if "/api/" in url and status == 404] == []
+    assert any("/api/lobby" in url for _, url in answers), "it asked the lobby (the open rounds)"
 
 
 def test_the_indicator_says_the_server_is_unreachable(served, operator, page, request):
