@@ -25,7 +25,7 @@ from codemojex.payload import encode_payload
 from echomq import Bus
 from tests.browser.conftest import CONSOLE, REQUIRE_ENV, TIMEOUT_MS, VIEWPORT, Console
 from tests.browser.test_play import SYMBOL, guess_with_every_mark, join_as, key_button
-from tests.support.web import OPERATOR, demo_round, open_round, secret_of
+from tests.support.web import OPERATOR, demo_round, open_round, secret_of, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -151,6 +151,20 @@ def test_axe_finds_nothing_serious_on_any_page(
     page.goto("/docs")
     expect(page.locator(".opblock").first).to_be_visible()
     audit(page, "the API docs (Swagger UI)", skip=SWAGGER_UI_OWN)
+
+    rid = the_round["round_id"]
+    assert operator.post(f"/api/operator/rounds/{rid}/close").status_code == 200
+    wait_until(lambda: rival.get(f"/api/history/{rid}").status_code == 200, what="the round's conclusion")
+    page.goto("/")
+    expect(page.get_by_test_id("message")).to_contain_text("No round is open")
+    audit(page, "the play page while no round is open")
+    page.goto("/history")
+    card = page.locator(f'[data-testid="history-round"][data-round="{rid}"]')
+    card.locator("summary").click()
+    expect(card.get_by_test_id("my-guess")).to_have_count(1)
+    audit(page, "the history page with a round opened")
+    page.set_viewport_size(PHONE)
+    audit(page, "the history page at 375 px")
 
 
 def test_hit_near_and_miss_differ_without_colour(
