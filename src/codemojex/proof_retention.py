@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from codemojex import rounds
+from codemojex import retention, rounds
 from codemojex.errors import InvalidOption, ScriptError
 from codemojex.game import Game, translate_errors
 from codemojex.players import holdings_keys
@@ -114,48 +114,18 @@ async def purge(
 async def _purge_round(
     demo: Game, round_id: str, kept: list[str], listed_at: int, *, batch: int, ledger_kept: int
 ) -> tuple[int, int]:
-    keys, redis = demo.keys, demo.redis
-    retired = trimmed = 0
-    with translate_errors():
-        # The secret first: a user that may not delete it (the host's) is refused before any change.
-        await redis.unlink(keys.secret(round_id))
-        while guess_ids := await redis.zrange(keys.scored(round_id), 0, batch - 1):
-            await redis.unlink(*(keys.guess(_text(raw)) for raw in guess_ids))
-            await redis.zrem(keys.scored(round_id), *guess_ids)
-        cursor = 0
-        while True:  # a page may be empty before the end: the cursor says when it is (0)
-            cursor, counts = await redis.hscan(keys.quota(round_id), cursor, count=batch)
-            players = [_text(raw) for raw in counts]
-            for player_id in players:
-                await redis.unlink(
-                    keys.submitted(round_id, player_id),
-                    keys.played(round_id, player_id),
-                    keys.proven(round_id, player_id),
-                    keys.locks(round_id, player_id),
-                )
-                gone, dropped = await _retire(demo, player_id, kept, listed_at, ledger_kept)
-                retired, trimmed = retired + gone, trimmed + dropped
-            if players:  # deleted as it goes: a field there all along is still returned (HSCAN)
-                await redis.hdel(keys.quota(round_id), *players)
-            if int(cursor) == 0:
-                break
-        async with redis.pipeline(transaction=True) as pipe:
-            pipe.unlink(
-                keys.charges(round_id),
-                keys.refunds(round_id),
-                keys.standing(round_id),
-                keys.board(round_id),
-                keys.events(round_id),
-                keys.revealed(round_id),
-                keys.quota(round_id),
-                keys.round(round_id),
-            )
-            pipe.zrem(keys.rounds, round_id)
-            pipe.hdel(keys.summaries, round_id)  # the demo worker's upkeep concludes demo rounds too
-            pipe.zrem(keys.history, round_id)
-            pipe.zrem(keys.retained, round_id)
-            await pipe.execute()
-    return retired, trimmed
+    """The round's keys (:func:`codemojex.retention.purge_round`, its summary too: the demo worker's
+    upkeep concludes demo rounds, and a demo keeps no history), each of its players retired or trimmed
+    on the way; (players retired, ledger entries dropped)."""
+    counts = [0, 0]
+
+    async def retire(player_id: str) -> None:
+        gone, dropped = await _retire(demo, player_id, kept, listed_at, ledger_kept)
+        counts[0] += gone
+        counts[1] += dropped
+
+    await retention.purge_round(demo, round_id, batch=batch, on_player=retire, forget_summary=True)
+    return counts[0], counts[1]
 
 
 async def _retire(

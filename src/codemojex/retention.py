@@ -26,6 +26,7 @@ all would find no round and be dead-lettered. Safe beside another worker: deleti
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from codemojex import rounds
@@ -56,8 +57,18 @@ async def purge(
     return purged
 
 
-async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
-    """Delete the per-guess data of ``round_id`` (see the module doc); its summary stays."""
+async def purge_round(
+    game: Game,
+    round_id: str,
+    *,
+    batch: int = BATCH,
+    on_player: Callable[[str], Awaitable[None]] | None = None,
+    forget_summary: bool = False,
+) -> None:
+    """Delete the per-guess data of ``round_id`` (see the module doc); its summary stays unless
+    ``forget_summary`` (the proof's demo rounds, :mod:`codemojex.proof_retention`, keep no history).
+    ``on_player`` is called for each player of the round once their round keys are gone (the demo
+    retires its idle players there)."""
     keys, redis = game.keys, game.redis
     with translate_errors():
         await redis.unlink(keys.secret(round_id))  # first: refused before any change for the host's user
@@ -75,7 +86,9 @@ async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
                     keys.proven(round_id, player_id),
                     keys.locks(round_id, player_id),
                 )
-            if players:
+                if on_player is not None:
+                    await on_player(player_id)
+            if players:  # deleted as it goes: a field there all along is still returned (HSCAN)
                 await redis.hdel(keys.quota(round_id), *players)
             if int(cursor) == 0:
                 break
@@ -93,5 +106,8 @@ async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
                 keys.round(round_id),
             )
             pipe.zrem(keys.rounds, round_id)
+            if forget_summary:
+                pipe.hdel(keys.summaries, round_id)
+                pipe.zrem(keys.history, round_id)
             pipe.zrem(keys.retained, round_id)
             await pipe.execute()
