@@ -66,7 +66,8 @@ def choose_price(prices: Prices, balances: Mapping[str, int]) -> tuple[str, int]
     return None
 
 
-def _entry(raw: bytes) -> LedgerEntry:
+def parse_entry(raw: bytes) -> LedgerEntry:
+    """One ledger entry as stored (JSON): the wallet's reader and the conformance checks read it so."""
     data = json.loads(raw)
     return LedgerEntry(
         at_ms=int(data["at"]),
@@ -96,7 +97,7 @@ async def read_wallet(game: Game, player_id: str, *, ledger_limit: int = MAX_LED
     return Wallet(
         player=player_id,
         balances={k.decode(): int(v) for k, v in sorted(balances.items())},
-        ledger=tuple(_entry(raw) for raw in entries),
+        ledger=tuple(parse_entry(raw) for raw in entries),
         ledger_total=int(total),
     )
 

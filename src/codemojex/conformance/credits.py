@@ -11,11 +11,10 @@ settings, every admitted player took the allowance and every solved player was r
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any, Protocol
 
-from codemojex import ranking
+from codemojex import ranking, wallet
 from codemojex.game import GameSettings
 from codemojex.keys import GameKeys
 from codemojex.wallet import LedgerEntry
@@ -34,21 +33,7 @@ class RoundState(Protocol):
 
 
 def _ledger(client: Client, keys: GameKeys, player: str) -> list[LedgerEntry]:
-    entries = []
-    for raw in client.lrange(keys.ledger(player), 0, -1):
-        data = json.loads(raw)
-        entries.append(
-            LedgerEntry(
-                data["at"],
-                data["currency"],
-                data["delta"],
-                data["balance"],
-                data["reason"],
-                data["job"],
-                round=data.get("round", ""),
-            )
-        )
-    return entries
+    return [wallet.parse_entry(raw) for raw in client.lrange(keys.ledger(player), 0, -1)]
 
 
 def economy(

@@ -33,19 +33,18 @@ promise at once instead of stopping at the first:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemojex import ranking
+from codemojex import ranking, wallet
 from codemojex.conformance.credits import economy
 from codemojex.conformance.starts import Starts
 from codemojex.guesses import GuessRecord, record_from_row
 from codemojex.keys import GameKeys, guess_of
 from codemojex.leaderboard import fold_records
-from codemojex.wallet import LedgerEntry, Wallet, reconcile
+from codemojex.wallet import Wallet, reconcile
 from echomq.testing.invariants import job_rows, queue_structure
 
 # A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
@@ -163,21 +162,8 @@ def exactly_once(
 
 def _wallet(client: Client, keys: GameKeys, player: str) -> Wallet:
     balances = {k.decode(): int(v) for k, v in client.hgetall(keys.wallet(player)).items()}
-    entries = []
-    for raw in client.lrange(keys.ledger(player), 0, -1):
-        data = json.loads(raw)
-        entries.append(
-            LedgerEntry(
-                data["at"],
-                data["currency"],
-                data["delta"],
-                data["balance"],
-                data["reason"],
-                data["job"],
-                round=data.get("round", ""),
-            )
-        )
-    return Wallet(player, balances, tuple(entries))
+    entries = tuple(wallet.parse_entry(raw) for raw in client.lrange(keys.ledger(player), 0, -1))
+    return Wallet(player, balances, entries)
 
 
 def wallets(
