@@ -23,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import IO
 from codemojex import access
 from codemojex.errors import CodemojexError
 from echomq.cli.demo import embedded_binary
-from echomq.testing.server import RedisProcess
+from echomq.testing.server import RedisProcess, bindable
 
 DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"
@@ -87,15 +86,6 @@ def _live_redis(pid_file: Path) -> int | None:
     return pid if b"redis" in cmdline else None
 
 
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def kept_port(data_dir: Path) -> int | None:
     """The port the folder's embedded Redis had last (``redis.port``), or None."""
     try:
@@ -108,7 +98,7 @@ def kept_port(data_dir: Path) -> int | None:
 def free_kept_port(data_dir: Path) -> int | None:
     """The kept port if it is free now (for the next start), else None (a fresh one is drawn)."""
     port = kept_port(data_dir)
-    return port if port is not None and _bindable(port) else None
+    return port if port is not None and bindable(port) else None
 
 
 def remember_port(data_dir: Path, port: int) -> None:

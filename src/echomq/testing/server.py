@@ -60,7 +60,8 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether a socket can bind 127.0.0.1:``port`` now (so no process listens there)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", port))
@@ -96,7 +97,7 @@ def free_port(*, highest: int = 65535) -> int:
     low, high = _share(20000, highest)
     for _ in range(200):
         candidate = random.randint(low, high)
-        if _bindable(candidate) and _bindable(candidate + 10000):
+        if bindable(candidate) and bindable(candidate + 10000):
             return candidate
     raise ServerError(f"no free port pair under {highest}")
 
