@@ -201,4 +201,4 @@ def test_the_import_graph_counts_type_checking_imports_and_resolves_from_imports
     graph = import_graph("codemojex")
     assert "codemojex.web.hub" in graph["codemojex.web.host"]  # under `if TYPE_CHECKING:`
     assert "codemojex.web.views" in graph["codemojex.web.hub"]  # `from codemojex.web import views`
-    assert "codemojex.conformance" in graph["codemojex.cli.parser"]  # `... conformance import KINDS`
+    assert "codemojex.conformance" in graph["codemojex.cli.processes"]  # `... conformance import KINDS`
