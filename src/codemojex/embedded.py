@@ -15,7 +15,13 @@ The embedded server keeps **one port per data folder**: the port of its first st
 remembered), so a URL written down for the command-line tools keeps working. :func:`cli_url` is that
 URL with the operator user's password read from ``redis-users.json`` (``codemojex redis-url``), for
 ``export REDIS_URL="$(codemojex redis-url)"``: the password reaches the shell's environment, never its
-history.
+history. It is given only while the folder's own redis-server (its pid file) listens on the remembered
+port (:func:`_listens`, Linux ``/proc``): with serve down, another program may hold that port, and the
+command-line tools would send it the operator's password.
+
+The folder's files are written by :func:`codemojex.access.write_private` (a fresh 0600 file that
+replaces the old one), never through a symlink planted in the folder; a symlinked ``redis.port`` is not
+believed.
 """
 
 from __future__ import annotations
@@ -97,9 +103,11 @@ def _bindable(port: int) -> bool:
 
 
 def kept_port(data_dir: Path) -> int | None:
-    """The port the folder's embedded Redis had last (``redis.port``), or None."""
+    """The port the folder's embedded Redis had last (``redis.port``, not a symlink), or None."""
     try:
-        port = int((data_dir / PORT_FILE).read_text().strip())
+        fd = os.open(data_dir / PORT_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as handle:
+            port = int(handle.read(32).strip())
     except (OSError, ValueError):
         return None
     return port if 1024 <= port <= 65535 else None
@@ -112,7 +120,22 @@ def free_kept_port(data_dir: Path) -> int | None:
 
 
 def remember_port(data_dir: Path, port: int) -> None:
-    (data_dir / PORT_FILE).write_text(f"{port}\n")
+    access.write_private(data_dir / PORT_FILE, f"{port}\n")
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on 127.0.0.1:``port`` (Linux ``/proc``; False
+    when it cannot be told)."""
+    wanted = f"0100007F:{port:04X}"  # /proc/net/tcp: the address little-endian, the port big-endian
+    try:
+        rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+        sockets = {f"socket:[{row[9]}]" for row in rows if row[1] == wanted and row[3] == "0A"}  # LISTEN
+        if not sockets:
+            return False
+        fds = Path(f"/proc/{pid}/fd")
+        return any(str(fd.readlink()) in sockets for fd in fds.iterdir())
+    except (OSError, IndexError):
+        return False
 
 
 def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str:
@@ -125,6 +148,12 @@ def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str
         raise ServeError(
             f"no embedded Redis has run on {data_dir} yet: start `codemojex serve` (make run) first, "
             "or give its folder with --data-dir"
+        )
+    pid = _live_redis(data_dir / REDIS_PID_FILE)
+    if pid is None or not _listens(pid, port):  # never a URL to a Redis serve did not start
+        raise ServeError(
+            f"the embedded Redis of {data_dir} is not running on port {port}: start `codemojex serve` "
+            "(make run) first, or give its folder with --data-dir"
         )
     passwords = access.read_passwords(passwords_file)
     if role not in passwords:
@@ -144,12 +173,9 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
             f"stop it (kill {running}) before starting codemojex serve again"
         )
     passwords = embedded_passwords(data_dir)
-    config = (data_dir / CONFIG_FILE).resolve()
-    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        os.fchmod(handle.fileno(), 0o600)
-        handle.write("# written by codemojex serve at each start (codemojex.access); edits are lost\n")
-        handle.write("\n".join(access.config_lines(tag, passwords)) + "\n")
+    config = data_dir.resolve() / CONFIG_FILE
+    header = "# written by codemojex serve at each start (codemojex.access); edits are lost\n"
+    access.write_private(config, header + "\n".join(access.config_lines(tag, passwords)) + "\n")
     return RedisProcess(
         data_dir.resolve(),
         port=port,
@@ -181,6 +207,5 @@ def operator_token(data_dir: Path, given: str | None = None) -> str:
     if path.exists():
         return path.read_text().strip()
     token = secrets.token_urlsafe(24)
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
+    access.write_private(path, token + "\n")
     return token
