@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
+
+import httpx
 
 from codemojex import recovery
 from codemojex.web.admission import Limits
@@ -113,3 +116,25 @@ def test_a_broken_limiter_refuses_recovery_sign_ins(serve_app, host_config, sync
         refused = anon.post("/api/recover", json={"code": ada["recovery_code"]})
     assert (refused.status_code, error_code(refused)) == (503, "unavailable")
     assert "retry-after" in refused.headers
+
+
+def test_concurrent_new_codes_all_answer_and_leave_one_code(served, anon, sync_redis, tag):
+    """A client firing many ``POST /api/me/recovery`` at once (two tabs, or on purpose) gets an answer to
+    each, never a 500, and exactly one code works afterwards: the last one issued."""
+    ada = sign_up(anon)
+    replies: list[httpx.Response] = []
+
+    def ask() -> None:
+        with served.client(ada["token"]) as client:
+            replies.extend(client.post("/api/me/recovery") for _ in range(4))
+
+    threads = [threading.Thread(target=ask) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted({reply.status_code for reply in replies}) == [200], [r.text for r in replies][:3]
+    codes = sync_redis.keys(f"cmx:{{{tag}}}:recovery:*")
+    assert len(codes) == 1, "one code in force: every older one revoked"
+    current = sync_redis.hget(f"cmx:{{{tag}}}:player:{ada['player_id']}", "recovery").decode()
+    assert codes[0].decode().endswith(current)
