@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
 import threading
 
 import httpx
 
-from codemojex import recovery
+from codemojex import players, recovery
 from codemojex.web.admission import Limits
 from codemojex.web.buckets import Rate
 from tests.support.web import error_code
@@ -138,3 +139,25 @@ def test_concurrent_new_codes_all_answer_and_leave_one_code(served, anon, sync_r
     assert len(codes) == 1, "one code in force: every older one revoked"
     current = sync_redis.hget(f"cmx:{{{tag}}}:player:{ada['player_id']}", "recovery").decode()
     assert codes[0].decode().endswith(current)
+
+
+def test_signing_out_everywhere_else_ends_a_token_from_before_token_keys(served, anon, sync_redis, tag):
+    """A player from before token keys holds a token in the legacy ``tokens`` hash (until the sweep
+    moves it): "sign out my other devices" must end it too, or a thief holding it keeps playing (and the
+    sweep would then adopt it as the player's token for a full lifetime)."""
+    ada = sign_up(anon)
+    legacy = secrets.token_urlsafe(32)
+    tokens_hash = f"cmx:{{{tag}}}:tokens"
+    sync_redis.hset(tokens_hash, players.token_digest(legacy), ada["player_id"])
+    sync_redis.hdel(f"cmx:{{{tag}}}:player:{ada['player_id']}", "token")  # as a record of then: none
+    sync_redis.delete(f"cmx:{{{tag}}}:token:{players.token_digest(ada['token'])}")
+    other = secrets.token_urlsafe(32)  # another legacy player's token stays
+    sync_redis.hset(tokens_hash, players.token_digest(other), "PLR00000000000000000000000")
+    with served.client(legacy) as thief:
+        assert thief.get("/api/me").status_code == 200
+        reply = anon.post("/api/recover", json={"code": ada["recovery_code"], "sign_out_others": True})
+        assert reply.status_code == 200
+        assert thief.get("/api/me").status_code == 401
+    assert sync_redis.hkeys(tokens_hash) == [players.token_digest(other).encode()]
+    with served.client(reply.json()["token"]) as phone:
+        assert phone.get("/api/me").status_code == 200

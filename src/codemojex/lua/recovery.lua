@@ -17,12 +17,14 @@
   signin: a new token (KEYS[4], digest ARGV[3]) is bound to the player with the full lifetime and listed
   in the player's sessions (KEYS[5], zset digest -> expiry ms, whose key lives as long as its newest
   token). The other tokens of the player stay valid, unless ARGV[6] is '1': then every other token
-  (the record's and the sessions') is deleted in the same step. Sessions whose tokens ended are
+  (the record's and the sessions') is deleted in the same step; a player whose record names no token
+  may be one from before token keys, so the entries of the legacy tokens hash naming them go too (a
+  scan of that hash, which the migration sweep drains to nothing, so it is empty once migrated). Sessions whose tokens ended are
   dropped; past ARGV[7] live sessions the oldest is revoked, so a player's tokens stay bounded. A retry
   with the same arguments finds the token bound already and answers its end again. A lost reply leaves
   a token nobody holds (only its digest is stored); the client's new call mints another.
-  Token keys other than the declared ones are built from KEYS[4]'s prefix: the same hash tag, so the
-  same slot.
+  Token keys other than the declared ones, and the legacy tokens hash, are built from KEYS[4]'s prefix:
+  the same hash tag, so the same slot.
 
   Input:
     KEYS[1] player   (hash)   cmx:{t}:player:<PLR>, fields 'recovery' (digest), 'token', 'skeleton'
@@ -78,6 +80,19 @@ if everywhere then
   if primary then
     if redis.call('GET', prefix .. 'token:' .. primary) == playerId then redis.call('DEL', prefix .. 'token:' .. primary) end
     redis.call('HDEL', playerKey, 'token')
+  else
+    -- a player from before token keys: their token may still be in the legacy hash (until the sweep)
+    local legacyKey = prefix .. 'tokens'
+    if redis.call('HLEN', legacyKey) > 0 then
+      local cursor = '0'
+      repeat
+        local page = redis.call('HSCAN', legacyKey, cursor, 'COUNT', 200)
+        cursor = page[1]
+        for i = 1, #page[2], 2 do
+          if page[2][i + 1] == playerId then redis.call('HDEL', legacyKey, page[2][i]) end
+        end
+      until cursor == '0'
+    end
   end
 else
   local ended = redis.call('ZRANGEBYSCORE', sessionsKey, '-inf', now)
