@@ -161,3 +161,34 @@ def test_signing_out_everywhere_else_ends_a_token_from_before_token_keys(served,
     assert sync_redis.hkeys(tokens_hash) == [players.token_digest(other).encode()]
     with served.client(reply.json()["token"]) as phone:
         assert phone.get("/api/me").status_code == 200
+
+
+def test_concurrent_sign_ins_keep_the_sessions_cap(serve_app, host_config, sync_redis, tag):
+    """Twenty sign-ins with one code at once (a thief racing the cap): at most ``MAX_SESSIONS`` of the
+    tokens they got work afterwards, beside the player's own, and every token key left is one of them."""
+    limits = Limits(recover_per_address=Rate(100, 1000))
+    served = serve_app(dataclasses.replace(host_config, limits=limits))
+    with served.client() as anon:
+        ada = sign_up(anon)
+    got: list[str] = []
+
+    def sign_in() -> None:
+        with served.client() as client:
+            reply = client.post("/api/recover", json={"code": ada["recovery_code"]})
+            assert reply.status_code == 200, reply.text
+            got.append(reply.json()["token"])
+
+    threads = [threading.Thread(target=sign_in) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 20
+    working = []
+    for token in got:
+        with served.client(token) as client:
+            if client.get("/api/me").status_code == 200:
+                working.append(token)
+    assert len(working) == recovery.MAX_SESSIONS
+    left = sync_redis.keys(f"cmx:{{{tag}}}:token:*")
+    assert len(left) == recovery.MAX_SESSIONS + 1, "the sessions and the first device's token"
