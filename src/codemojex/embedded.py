@@ -152,6 +152,21 @@ def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str
     return access.with_user(f"redis://127.0.0.1:{port}/0", access.user_name(role, tag), passwords[role])
 
 
+SERVER_FILES = ("appendonlydir", "appendonly.aof", "dump.rdb", "redis.log", REDIS_PID_FILE)
+
+
+def _close_server_files(data_dir: Path) -> None:
+    """Make the files an earlier redis-server wrote in the folder (before it ran with umask 077: the
+    AOF, the log) its owner's alone; symlinks are left alone (not followed)."""
+    for name in SERVER_FILES:
+        path = data_dir / name
+        if path.is_symlink() or not path.exists():
+            continue
+        inside = [p for p in path.iterdir() if not p.is_symlink()] if path.is_dir() else []
+        for item in (path, *inside):
+            item.chmod(0o700 if item.is_dir() else 0o600)
+
+
 def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> RedisProcess:
     """The embedded server on ``data_dir`` (AOF on), not yet started, with the users of the game on
     ``tag`` (:func:`embedded_passwords`), on ``port`` (None: a free one); refuses a folder a live
@@ -163,6 +178,7 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
             f"a redis-server (pid {running}) still runs on the data folder {data_dir}: "
             f"stop it (kill {running}) before starting codemojex serve again"
         )
+    _close_server_files(data_dir)
     passwords = embedded_passwords(data_dir)
     config = data_dir.resolve() / CONFIG_FILE
     header = "# written by codemojex serve at each start (codemojex.access); edits are lost\n"

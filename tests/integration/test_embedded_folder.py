@@ -117,3 +117,18 @@ def test_the_data_folder_and_the_aof_are_their_owners_alone(tmp_path):
     assert written, "the server wrote its AOF and log"
     for path in written:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, f"{path.name} is its owner's alone"
+
+
+def test_server_files_of_an_earlier_version_are_closed_at_the_next_start(tmp_path):
+    """An AOF written before the embedded server ran with umask 077 (readable by all) is made its
+    owner's alone when serve prepares the server again."""
+    data_dir = tmp_path / "data"
+    (data_dir / "appendonlydir").mkdir(parents=True)
+    older = [data_dir / "appendonlydir" / "appendonly.aof.1.incr.aof", data_dir / "redis.log"]
+    for path in older:
+        path.write_text("old\n")
+        path.chmod(0o644)
+    (data_dir / "appendonlydir").chmod(0o755)
+    embedded_redis(data_dir, "cm")
+    for path in [*older, data_dir / "appendonlydir"]:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path.name
