@@ -216,13 +216,28 @@ class Credentials:
         return cls(url, os.environ.get(HOST_URL_ENV) or url, os.environ.get(WORKER_URL_ENV) or url)
 
 
+def write_private(path: Path, text: str) -> None:
+    """Put ``text`` in ``path``, readable by its owner alone (0600), never through a symlink: it is
+    written to a fresh file beside ``path`` (``O_EXCL | O_NOFOLLOW``) which then replaces ``path``, so
+    a link planted at ``path`` is replaced, its target untouched; a reader sees the old text or the new,
+    never half of it."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(temporary, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def write_passwords(path: Path, passwords: Mapping[str, str]) -> None:
-    """Keep ``passwords`` (role -> password) in ``path``, readable by its owner alone (0600)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        os.fchmod(handle.fileno(), 0o600)
-        json.dump(dict(passwords), handle, indent=2, sort_keys=True)
-        handle.write("\n")
+    """Keep ``passwords`` (role -> password) in ``path``, readable by its owner alone (0600; see
+    :func:`write_private`)."""
+    write_private(path, json.dumps(dict(passwords), indent=2, sort_keys=True) + "\n")
 
 
 def read_passwords(path: Path) -> dict[str, str]:
@@ -233,8 +248,9 @@ def read_passwords(path: Path) -> dict[str, str]:
 
 def passwords_at(path: Path) -> dict[str, str]:
     """The passwords in ``path``, made (and kept there, 0600) on the first call; a role missing from
-    the file gets one."""
-    kept = read_passwords(path) if path.exists() else {}
+    the file gets one. A symlink at ``path`` is not read (whoever planted it would know the passwords)
+    but replaced."""
+    kept = read_passwords(path) if path.exists() and not path.is_symlink() else {}
     wanted = new_passwords()
     merged = {role: kept.get(role) or wanted[role] for role in wanted}
     if merged != kept:

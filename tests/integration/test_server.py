@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+
 import pytest
 import redis
 
@@ -43,3 +46,27 @@ def test_a_server_never_takes_the_default_port():
     with RedisProcess(appendonly=False) as server:
         assert server.port != 6379
         assert redis.Redis(port=server.port).ping()
+
+
+def test_a_port_taken_by_another_program_never_gets_the_probe_password(tmp_path):
+    """Another program listening on the port the server is to take (a port remembered by serve, taken
+    meanwhile): the server cannot bind it and the start fails, and the readiness probe never connects
+    to that program, so it never sends it the probe user's password."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen(8)
+        squatter.settimeout(0.5)
+        port = squatter.getsockname()[1]
+        server = RedisProcess(tmp_path / "data", port=port, probe_user=("admin", "the-admin-password"))
+        with pytest.raises(ServerError):
+            server.start()
+        heard = b""
+        with contextlib.suppress(TimeoutError):
+            while True:
+                connection, _ = squatter.accept()
+                with connection:
+                    connection.settimeout(0.5)
+                    with contextlib.suppress(TimeoutError, OSError):
+                        heard += connection.recv(4096)
+        assert b"the-admin-password" not in heard
+        assert heard == b"", "no connection carried anything to the other program"

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
+import threading
 
-from codemojex import recovery
+import httpx
+
+from codemojex import players, recovery
 from codemojex.web.admission import Limits
 from codemojex.web.buckets import Rate
 from tests.support.web import error_code
@@ -113,3 +117,78 @@ def test_a_broken_limiter_refuses_recovery_sign_ins(serve_app, host_config, sync
         refused = anon.post("/api/recover", json={"code": ada["recovery_code"]})
     assert (refused.status_code, error_code(refused)) == (503, "unavailable")
     assert "retry-after" in refused.headers
+
+
+def test_concurrent_new_codes_all_answer_and_leave_one_code(served, anon, sync_redis, tag):
+    """A client firing many ``POST /api/me/recovery`` at once (two tabs, or on purpose) gets an answer to
+    each, never a 500, and exactly one code works afterwards: the last one issued."""
+    ada = sign_up(anon)
+    replies: list[httpx.Response] = []
+
+    def ask() -> None:
+        with served.client(ada["token"]) as client:
+            replies.extend(client.post("/api/me/recovery") for _ in range(4))
+
+    threads = [threading.Thread(target=ask) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted({reply.status_code for reply in replies}) == [200], [r.text for r in replies][:3]
+    codes = sync_redis.keys(f"cmx:{{{tag}}}:recovery:*")
+    assert len(codes) == 1, "one code in force: every older one revoked"
+    current = sync_redis.hget(f"cmx:{{{tag}}}:player:{ada['player_id']}", "recovery").decode()
+    assert codes[0].decode().endswith(current)
+
+
+def test_signing_out_everywhere_else_ends_a_token_from_before_token_keys(served, anon, sync_redis, tag):
+    """A player from before token keys holds a token in the legacy ``tokens`` hash (until the sweep
+    moves it): "sign out my other devices" must end it too, or a thief holding it keeps playing (and the
+    sweep would then adopt it as the player's token for a full lifetime)."""
+    ada = sign_up(anon)
+    legacy = secrets.token_urlsafe(32)
+    tokens_hash = f"cmx:{{{tag}}}:tokens"
+    sync_redis.hset(tokens_hash, players.token_digest(legacy), ada["player_id"])
+    sync_redis.hdel(f"cmx:{{{tag}}}:player:{ada['player_id']}", "token")  # as a record of then: none
+    sync_redis.delete(f"cmx:{{{tag}}}:token:{players.token_digest(ada['token'])}")
+    other = secrets.token_urlsafe(32)  # another legacy player's token stays
+    sync_redis.hset(tokens_hash, players.token_digest(other), "PLR00000000000000000000000")
+    with served.client(legacy) as thief:
+        assert thief.get("/api/me").status_code == 200
+        reply = anon.post("/api/recover", json={"code": ada["recovery_code"], "sign_out_others": True})
+        assert reply.status_code == 200
+        assert thief.get("/api/me").status_code == 401
+    assert sync_redis.hkeys(tokens_hash) == [players.token_digest(other).encode()]
+    with served.client(reply.json()["token"]) as phone:
+        assert phone.get("/api/me").status_code == 200
+
+
+def test_concurrent_sign_ins_keep_the_sessions_cap(serve_app, host_config, sync_redis, tag):
+    """Twenty sign-ins with one code at once (a thief racing the cap): at most ``MAX_SESSIONS`` of the
+    tokens they got work afterwards, beside the player's own, and every token key left is one of them."""
+    limits = Limits(recover_per_address=Rate(100, 1000))
+    served = serve_app(dataclasses.replace(host_config, limits=limits))
+    with served.client() as anon:
+        ada = sign_up(anon)
+    got: list[str] = []
+
+    def sign_in() -> None:
+        with served.client() as client:
+            reply = client.post("/api/recover", json={"code": ada["recovery_code"]})
+            assert reply.status_code == 200, reply.text
+            got.append(reply.json()["token"])
+
+    threads = [threading.Thread(target=sign_in) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 20
+    working = []
+    for token in got:
+        with served.client(token) as client:
+            if client.get("/api/me").status_code == 200:
+                working.append(token)
+    assert len(working) == recovery.MAX_SESSIONS
+    left = sync_redis.keys(f"cmx:{{{tag}}}:token:*")
+    assert len(left) == recovery.MAX_SESSIONS + 1, "the sessions and the first device's token"

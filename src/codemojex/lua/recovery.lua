@@ -7,20 +7,24 @@
   that works. The caller read the player id (issue: from the bearer token; sign_in: from KEYS[2]) and
   passes it; the script checks it again, so a change in between refuses the call and changes nothing.
 
-  issue: the new code's key is written and the record names it; the old code's key (KEYS[3], read by
-  the caller from the record) is deleted. A retry with the same arguments (redis-py after a timeout)
-  finds the record naming the new digest already and answers 1 again; a caller whose read is stale
-  (another issue came between) gets -2 and reads again. A lost reply leaves the new code in force, the
-  old one revoked, and nobody holding the new one: the client asks again (another new code).
+  issue: the new code's key is written and the record names it; the code the record names now is
+  deleted (KEYS[3], the caller's read of it, or, when another issue came between that read and this
+  call, its key built from KEYS[2]'s prefix: same hash tag, same slot). So concurrent issues for one
+  player all succeed, in some order, and leave exactly one code in force, the last one's. A retry with
+  the same arguments (redis-py after a timeout) finds the record naming the new digest already and
+  answers 1 again. A lost reply leaves the new code in force, the old one revoked, and nobody holding
+  the new one: the client asks again (another new code).
   signin: a new token (KEYS[4], digest ARGV[3]) is bound to the player with the full lifetime and listed
   in the player's sessions (KEYS[5], zset digest -> expiry ms, whose key lives as long as its newest
   token). The other tokens of the player stay valid, unless ARGV[6] is '1': then every other token
-  (the record's and the sessions') is deleted in the same step. Sessions whose tokens ended are
+  (the record's and the sessions') is deleted in the same step; a player whose record names no token
+  may be one from before token keys, so the entries of the legacy tokens hash naming them go too (a
+  scan of that hash, which the migration sweep drains to nothing, so it is empty once migrated). Sessions whose tokens ended are
   dropped; past ARGV[7] live sessions the oldest is revoked, so a player's tokens stay bounded. A retry
   with the same arguments finds the token bound already and answers its end again. A lost reply leaves
   a token nobody holds (only its digest is stored); the client's new call mints another.
-  Token keys other than the declared ones are built from KEYS[4]'s prefix: the same hash tag, so the
-  same slot.
+  Token keys other than the declared ones, and the legacy tokens hash, are built from KEYS[4]'s prefix:
+  the same hash tag, so the same slot.
 
   Input:
     KEYS[1] player   (hash)   cmx:{t}:player:<PLR>, fields 'recovery' (digest), 'token', 'skeleton'
@@ -41,7 +45,6 @@
   Output:
     { 1, expires_ms }  issued (expires_ms 0), or signed in: the new token ends at expires_ms
     {-1, 0 }           no such player, or (signin) the code or the name does not name them; nothing changed
-    {-2, 0 }           issue: the record names another code than ARGV[4] (raced); nothing changed
 ]]
 local playerKey, codeKey, oldKey, tokenKey, sessionsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, playerId, digest, other, shape = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -52,8 +55,11 @@ local current = redis.call('HGET', playerKey, 'recovery') or ''
 
 if op == 'issue' then
   if current == digest then return {1, 0} end
-  if current ~= other then return {-2, 0} end
-  if current ~= '' and redis.call('GET', oldKey) == playerId then redis.call('DEL', oldKey) end
+  if current ~= '' then
+    local currentKey = oldKey
+    if current ~= other then currentKey = string.match(codeKey, '^(.*)recovery:%x+$') .. 'recovery:' .. current end
+    if redis.call('GET', currentKey) == playerId then redis.call('DEL', currentKey) end
+  end
   redis.call('SET', codeKey, playerId)
   redis.call('HSET', playerKey, 'recovery', digest)
   return {1, 0}
@@ -74,6 +80,19 @@ if everywhere then
   if primary then
     if redis.call('GET', prefix .. 'token:' .. primary) == playerId then redis.call('DEL', prefix .. 'token:' .. primary) end
     redis.call('HDEL', playerKey, 'token')
+  else
+    -- a player from before token keys: their token may still be in the legacy hash (until the sweep)
+    local legacyKey = prefix .. 'tokens'
+    if redis.call('HLEN', legacyKey) > 0 then
+      local cursor = '0'
+      repeat
+        local page = redis.call('HSCAN', legacyKey, cursor, 'COUNT', 200)
+        cursor = page[1]
+        for i = 1, #page[2], 2 do
+          if page[2][i + 1] == playerId then redis.call('HDEL', legacyKey, page[2][i]) end
+        end
+      until cursor == '0'
+    end
   end
 else
   local ended = redis.call('ZRANGEBYSCORE', sessionsKey, '-inf', now)

@@ -9,6 +9,7 @@ a recorder of the commands a server receives, :mod:`echomq.testing.monitor`.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import random
@@ -102,8 +103,36 @@ def free_port(*, highest: int = 65535) -> int:
     raise ServerError(f"no free port pair under {highest}")
 
 
+def listens(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds the socket listening on 127.0.0.1:``port``, from Linux's ``/proc``
+    (None where there is no ``/proc/net/tcp`` to tell). Asked before talking to a server on a port that
+    another program may hold: a client's first words are its password."""
+    try:
+        table = Path("/proc/net/tcp").read_text()
+    except OSError:
+        return None
+    address = int.from_bytes(socket.inet_aton("127.0.0.1"), sys.byteorder)  # as the kernel prints it
+    wanted = f"{address:08X}:{port:04X}"
+    rows = (line.split() for line in table.splitlines()[1:])
+    sockets = {f"socket:[{row[9]}]" for row in rows if len(row) > 9 and row[1] == wanted and row[3] == "0A"}
+    if not sockets:  # 0A: LISTEN
+        return False
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            if str(fd.readlink()) in sockets:
+                return True
+    return False
+
+
 class RedisProcess:
-    """One redis-server on 127.0.0.1:``port`` with data in ``data_dir``."""
+    """One redis-server on 127.0.0.1:``port`` with data in ``data_dir``. :meth:`start` talks to the
+    port (its readiness probe, which may log in) only once the started process holds it
+    (:func:`listens`), and then checks the answering server is that process: never a server it did not
+    start."""
 
     def __init__(
         self,
@@ -118,6 +147,7 @@ class RedisProcess:
         with_parent: bool = False,
         config: Path | None = None,
         probe_user: tuple[str, str] | None = None,
+        umask: int | None = None,
     ) -> None:
         self.binary = binary or find_redis_server()
         self._own_dir = data_dir is None
@@ -136,6 +166,7 @@ class RedisProcess:
         # hashes), and the user and password the readiness probe logs in as (the default user may be off).
         self.config = config
         self.probe_user = probe_user
+        self.umask = umask  # the server's umask (None: ours), for the files it writes (AOF, log, pid)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -167,6 +198,7 @@ class RedisProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=self.new_session,
+            umask=-1 if self.umask is None else self.umask,
             preexec_fn=die_with_parent if self.with_parent else None,  # noqa: PLW1509  (only prctl)
         )
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -179,7 +211,9 @@ class RedisProcess:
                     tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
                     raise ServerError(f"redis-server exited with {self.process.returncode}: {tail}")
                 try:
-                    if client.ping():
+                    # Only once our process holds the port: another program that holds it meanwhile
+                    # must never be sent the probe's password (the start then fails: ours cannot bind).
+                    if listens(self.process.pid, self.port) is not False and client.ping():
                         self._check_ours(client)
                         return self
                 except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
