@@ -36,7 +36,7 @@ KEY_COUNTS: dict[str, int] = {
     "close_round": 3,
     "credit": 4,
     "submit": 18,
-    "score": 18,
+    "score": 19,
     "lock": 4,
     "refund": 10,
     "admit": 3,

@@ -7,12 +7,14 @@ Then :func:`purge`, run by the score worker's upkeep pass (:mod:`codemojex.upkee
 delete the secret, the web host's may not), deletes it, oldest close first, at most ``limit`` rounds a
 pass, in bounded steps of ``batch`` keys or members:
 
-0. the round's secret (``cmxs:``): a user that may not touch it is refused before any change;
+0. the round's secret (``cmxs:``): a user that may not touch it is refused before any change; then
+   the round's hash, so a guess of the round scored from now on is refused by ``score.lua`` (no
+   round: dead-lettered, never scored onto a half-purged round, see below);
 1. its guess records (``guess:<GES>``, listed by ``scored:<RND>``, which shrinks as they go);
 2. per player of its quota (``quota:<RND>``, which shrinks as they go): ``submitted``, ``played``,
    ``proven`` and ``locks``;
 3. in one transaction: ``charges``, ``refunds``, ``standing``, ``board``, ``events``, ``revealed``,
-   ``quota``, the round's hash and its ``rounds`` and ``retained`` entries, so a pass cut short is
+   ``quota``, and its ``rounds`` and ``retained`` entries, so a pass cut short is
    taken up by the next one (the round stays in ``retained`` until this last step).
 
 What stays of a purged round is its summary and its ``history`` entry: the history page then shows the
@@ -20,8 +22,14 @@ secret, the final top of the board and the counts, and says the guesses are no l
 wallets and ledgers are not per-round data and are never touched (a ledger entry names its JOB).
 
 Only concluded rounds are purged, and only by the retention after their close, which is far longer than
-a guess job can stay pending (its attempts, leases and backoff); a job of a purged round scored after
-all would find no round and be dead-lettered. Safe beside another worker: deleting twice is harmless.
+a guess job can stay pending (its attempts, leases and backoff). A job of a purged round delivered after
+all (a dead guess retried late, a retention shorter than the queue's backlog) is dead-lettered, by
+``read_rules`` or, when a worker still holds the round's rules, by ``score.lua``, which refuses a round
+without its hash: it is never scored, so it pays no second solve reward (the round's ``rewards`` marker
+is gone), is never scored for free after a refund (``refunds`` is gone) and recreates no key of the
+round. Its charge is not refunded either (``charges`` is gone with the round): such a guess was
+admitted before a close at least the retention ago. Safe beside another worker: deleting twice is
+harmless.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
     keys, redis = game.keys, game.redis
     with translate_errors():
         await redis.unlink(keys.secret(round_id))  # first: refused before any change for the host's user
+        await redis.unlink(keys.round(round_id))  # then: score.lua scores nothing of the round from here
         while guess_ids := await redis.zrange(keys.scored(round_id), 0, batch - 1):
             await redis.unlink(*(keys.guess(_text(raw)) for raw in guess_ids))
             await redis.zrem(keys.scored(round_id), *guess_ids)
@@ -90,7 +99,6 @@ async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
                 keys.events(round_id),
                 keys.revealed(round_id),
                 keys.quota(round_id),
-                keys.round(round_id),
             )
             pipe.zrem(keys.rounds, round_id)
             pipe.zrem(keys.retained, round_id)

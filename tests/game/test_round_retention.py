@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from codemojex import guesses, history, players, retention, rounds, schedule, score_worker
+from codemojex import guesses, history, players, retention, rounds, schedule, score_worker, wallet
 from codemojex.game import Game, GameSettings
 from codemojex.upkeep import Upkeep
-from echomq import Bus, Settings, Worker
-from tests.support.game import KEYBOARD, SECRET, text
+from echomq import Bus, Finish, Permanent, Settings, Worker
+from tests.support.game import KEYBOARD, SECRET, claim_job, text
 from tests.support.workers import eventually, running
 
 WRONG = "🍎🍌🍒🍇🍑🍍"
@@ -111,3 +111,28 @@ async def test_a_round_within_its_retention_keeps_its_guesses(game, the_round, p
 async def test_an_open_or_unconcluded_round_is_never_purged(game, the_round, sync_redis):
     await retention.purge(game, retention_s=0)
     assert sync_redis.exists(game.keys.round(the_round.id), game.keys.secret(the_round.id)) == 2
+
+
+async def test_a_guess_scored_after_its_round_was_purged_mints_nothing(
+    game, the_round, player, sync_redis, tag, monkeypatch
+):
+    """A guess admitted before the close and delivered only after the round's purge, to a worker that
+    still holds the round's rules: it is dead-lettered (no round), not scored. Scored, it would pay the
+    solve reward a second time (the round's reward marker is purged) and recreate the round's keys,
+    which no later pass purges."""
+    monkeypatch.setattr(history, "SETTLE_GRACE_MS", 0)  # conclude without waiting for the queued guess
+    await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    await guesses.submit(game, the_round.id, player.id, text(SECRET))  # admitted: not solved yet
+    worker = score_worker.ScoreWorker(game)
+    assert await worker.handle(await claim_job(game.bus)) is Finish.DONE  # keeps the round's rules
+    rewarded = (await wallet.read_wallet(game, player.id)).balances
+    assert rewarded == {"ticket": 1, "coin": 75}, "the allowance, two tickets, one reward"
+    await rounds.close_round(game, the_round.id)
+    assert (await history.conclude_round(game, the_round.id))[0]
+    assert await retention.purge(game, retention_s=0) == [the_round.id]
+    game_keys = [key for key in _keys(sync_redis, tag) if not key.startswith("emq:")]
+    with pytest.raises(Permanent):
+        await worker.handle(await claim_job(game.bus))
+    assert (await wallet.read_wallet(game, player.id)).balances == rewarded, "no second reward"
+    assert [key for key in _keys(sync_redis, tag) if not key.startswith("emq:")] == game_keys
+    assert wallet.reconcile(await wallet.read_wallet(game, player.id)) == []
