@@ -115,15 +115,17 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
 
 async def pending_guesses(game: Game, round_id: str) -> int:
     """Guesses of the round admitted and not scored (nor refunded) yet, as ``conclude_round.lua``
-    counts them (0 or less: none)."""
+    counts them (0 or less: none): a refund marker ``recharged`` belongs to a scored guess, so it is
+    not counted again."""
     keys = game.keys
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
             pipe.hlen(keys.charges(round_id))
             pipe.zcard(keys.scored(round_id))
-            pipe.hlen(keys.refunds(round_id))
-            charged, scored, refunded = await pipe.execute()
-    return int(charged) - int(scored) - int(refunded)
+            pipe.hvals(keys.refunds(round_id))
+            charged, scored, markers = await pipe.execute()
+    refunded = sum(1 for marker in markers if marker != b"recharged")
+    return int(charged) - int(scored) - refunded
 
 
 async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:

@@ -6,7 +6,10 @@
   secret). A round is closed by a call (close_round.lua) or by its close time on the server clock; one
   closed by its clock is marked closed here as close_round.lua would. Guesses admitted before the close
   may still be in the queue: while some are (the round's charges outnumber its scored records and its
-  refunds) the summary waits, at most `grace` ms after the close, so the final board counts them.
+  refunds) the summary waits, at most `grace` ms after the close, so the final board counts them. A
+  refund marker 'recharged' (refunded, retried, charged again and scored) is not counted as a refund:
+  that guess is settled by its record, and counting it twice would let the summary skip a queued one.
+  The markers are read whole: at most one per dead-lettered guess of the round.
 
   Once: the summary's field in KEYS[10] is written only if absent, and the 'closed' event, the history
   entries and the reveal only in that same step. Two workers, or a retry after a lost reply, find the
@@ -63,7 +66,11 @@ else
   return {2, ''}
 end
 local guesses = redis.call('ZCARD', scoredKey)
-local pending = redis.call('HLEN', chargesKey) - guesses - redis.call('HLEN', refundsKey)
+local settled = 0  -- refunded or completed unpaid (never scored); a 'recharged' one has its record
+for _, marker in ipairs(redis.call('HVALS', refundsKey)) do
+  if marker ~= 'recharged' then settled = settled + 1 end
+end
+local pending = redis.call('HLEN', chargesKey) - guesses - settled
 if pending > 0 and now < closedAt + grace then return {3, pending} end
 
 -- Read everything, then write.
