@@ -100,6 +100,7 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
             keys.summaries,
             keys.history,
             keys.retained,
+            keys.live,
         ],
         [round_id, WINNERS, game.settings.events_cap, f"{keys.prefix}player:", SETTLE_GRACE_MS],
     )
@@ -122,17 +123,19 @@ async def pending_guesses(game: Game, round_id: str) -> int:
         async with game.redis.pipeline(transaction=False) as pipe:
             pipe.hlen(keys.charges(round_id))
             pipe.zcard(keys.scored(round_id))
-            pipe.hvals(keys.refunds(round_id))
+            pipe.hgetall(keys.refunds(round_id))
             charged, scored, markers = await pipe.execute()
-    refunded = sum(1 for marker in markers if marker != b"recharged")
+    refunded = sum(1 for marker in markers.values() if marker != b"recharged")
     return int(charged) - int(scored) - refunded
 
 
 async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:
-    """Conclude every closed round among the ``limit`` newest not concluded yet; the ids concluded now."""
+    """Conclude every closed round not concluded yet: those of the ``live`` index (every round opened
+    by open_round.lua or schedule_round.lua until its conclusion, however many were opened after it)
+    and, for rounds opened before that index, the ``limit`` newest; the ids concluded now."""
     now = await rounds.server_ms(game)
-    listed = await rounds.list_rounds(game, limit)
-    closed = [r.id for r in listed if r.status_at(now) is rounds.RoundStatus.CLOSED]
+    listed = await rounds.live_rounds(game) + await rounds.list_rounds(game, limit)
+    closed = list(dict.fromkeys(r.id for r in listed if r.status_at(now) is rounds.RoundStatus.CLOSED))
     if not closed:
         return []
     with translate_errors():

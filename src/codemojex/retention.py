@@ -102,4 +102,5 @@ async def purge_round(game: Game, round_id: str, *, batch: int = BATCH) -> None:
             )
             pipe.zrem(keys.rounds, round_id)
             pipe.zrem(keys.retained, round_id)
+            pipe.zrem(keys.live, round_id)
             await pipe.execute()

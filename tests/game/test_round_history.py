@@ -129,3 +129,16 @@ async def test_a_recharged_guess_does_not_hide_a_queued_one_from_the_conclusion(
     assert done
     assert summary is not None
     assert [(w.name, w.standing.solved) for w in summary.board] == [("Bob", True), ("Ada", False)]
+
+
+async def test_a_round_closed_after_many_newer_rounds_opened_is_still_concluded(game, game_probe):
+    """A long round (a day's round beside the schedule's short ones) that closes after more than the
+    newest rounds a pass looks at were opened: still concluded (summary, history, ``closed`` event),
+    so it is purged after the retention like any other."""
+    long_round = await rounds.open_round(game, duration_s=3600)
+    for _ in range(history.CHECKED + 5):
+        await rounds.open_round(game, duration_s=3600)
+    await rounds.close_round(game, long_round.id)
+    assert long_round.id in await history.conclude_closed(game)
+    assert await history.read_summary(game, long_round.id) is not None
+    assert [e["kind"] for e in game_probe.events(long_round.id)] == ["closed"]

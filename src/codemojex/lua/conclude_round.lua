@@ -11,6 +11,10 @@
   that guess is settled by its record, and counting it twice would let the summary skip a queued one.
   The markers are read whole: at most one per dead-lettered guess of the round.
 
+  The round leaves the live index (KEYS[13], where open_round.lua and schedule_round.lua put it) in the
+  same step: codemojex.history.conclude_closed reads that index, so a round is concluded however many
+  rounds were opened after it (a day's round beside the schedule's short ones).
+
   Once: the summary's field in KEYS[10] is written only if absent, and the 'closed' event, the history
   entries and the reveal only in that same step. Two workers, or a retry after a lost reply, find the
   summary and answer 0 with it, changing nothing: the event is on the stream once per round.
@@ -31,6 +35,7 @@
     KEYS[10] summaries (hash)    cmx:{t}:summaries, RND -> summary (JSON)
     KEYS[11] history   (zset)    cmx:{t}:history, RND by close time
     KEYS[12] retained  (zset)    cmx:{t}:retained, RND by close time, until its per-guess data is purged
+    KEYS[13] live      (zset)    cmx:{t}:live, rounds not concluded yet: the round leaves it here
 
     ARGV[1] round id
     ARGV[2] winners kept in the summary (int >= 1: the top of the final board)
@@ -41,20 +46,27 @@
   Output:
     { 1, summary }   concluded now
     { 0, summary }   concluded before (by another worker, or this call's lost first reply); nothing changed
+                     but the round's live entry, dropped if still there (a round concluded before it)
     { 2, '' }        not closed yet; nothing changed
     { 3, pending }   closed, `pending` guesses still to score, within the grace; nothing changed
-    {-1, '' }        no such round
+    {-1, '' }        no such round; nothing changed but a stale live entry of it, dropped
 ]]
 local roundKey, secretKey, revealedKey, boardKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local quotaKey, scoredKey, chargesKey, refundsKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local summariesKey, historyKey, retainedKey = KEYS[10], KEYS[11], KEYS[12]
+local summariesKey, historyKey, retainedKey, liveKey = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local roundId, top, eventsCap, playerPrefix, grace =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 
 local done = redis.call('HGET', summariesKey, roundId)
-if done then return {0, done} end
+if done then
+  redis.call('ZREM', liveKey, roundId)  -- no-op but for a round concluded before the live index
+  return {0, done}
+end
 local row = redis.call('HMGET', roundKey, 'status', 'closes', 'closed', 'opens', 'keyboard', 'length')
-if not row[1] then return {-1, ''} end
+if not row[1] then
+  redis.call('ZREM', liveKey, roundId)  -- a stale entry: nothing to conclude
+  return {-1, ''}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local closedAt
@@ -67,8 +79,9 @@ else
 end
 local guesses = redis.call('ZCARD', scoredKey)
 local settled = 0  -- refunded or completed unpaid (never scored); a 'recharged' one has its record
-for _, marker in ipairs(redis.call('HVALS', refundsKey)) do
-  if marker ~= 'recharged' then settled = settled + 1 end
+local markers = redis.call('HGETALL', refundsKey)  -- HVALS is not among the users' commands
+for i = 2, #markers, 2 do
+  if markers[i] ~= 'recharged' then settled = settled + 1 end
 end
 local pending = redis.call('HLEN', chargesKey) - guesses - settled
 if pending > 0 and now < closedAt + grace then return {3, pending} end
@@ -101,5 +114,6 @@ if shown and not redis.call('GET', revealedKey) then redis.call('SET', revealedK
 redis.call('HSET', summariesKey, roundId, summary)
 redis.call('ZADD', historyKey, closedAt, roundId)
 redis.call('ZADD', retainedKey, closedAt, roundId)
+redis.call('ZREM', liveKey, roundId)
 redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsCap, '*', 'kind', 'closed', 'summary', summary)
 return {1, summary}
