@@ -136,3 +136,47 @@ async def test_a_guess_scored_after_its_round_was_purged_mints_nothing(
     assert (await wallet.read_wallet(game, player.id)).balances == rewarded, "no second reward"
     assert [key for key in _keys(sync_redis, tag) if not key.startswith("emq:")] == game_keys
     assert wallet.reconcile(await wallet.read_wallet(game, player.id)) == []
+
+
+async def test_scheduled_rounds_with_the_economy_leave_the_key_count_flat(redis_server, tag, sync_redis):
+    """The schedule on, the default economy (allowance and reward markers), the retention 0: each round
+    is played (a solve and a miss), closed by the operator, concluded, purged, and the schedule opens
+    the next; after the first rounds no key and no kind of key is added (but summaries and history)."""
+    bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(result_ttl_ms=0, dedup_window_ms=0))
+    game = Game(bus, GameSettings(results_kept=4))
+    try:
+        await schedule.write_settings(game, schedule.RoundSettings(on=True, gap_s=0, retention_s=0))
+        people = [await players.register(game, name) for name in ("Ada", "Bob")]
+        upkeep = Upkeep(game, every_s=0.1)
+        worker = score_worker.ScoreWorker(game)
+
+        async def play(count):
+            for _ in range(count):
+                await upkeep.run_pass()
+                round_id = await schedule.scheduled_round(game)
+                assert round_id is not None
+                secret = await rounds.read_secret(game, round_id)
+                wrong = secret[1:] + secret[:1] if len(set(secret)) > 1 else secret[:5] + ("?",)
+                keyboard = (await rounds.get_round(game, round_id)).keyboard.keys
+                wrong = tuple(k if k in keyboard else keyboard[0] for k in wrong)
+                for person, guess in zip(people, (secret, wrong), strict=True):
+                    admitted = await guesses.submit(game, round_id, person.id, text(guess))
+                    assert admitted.outcome is guesses.Outcome.ADMITTED
+                async with running(Worker(game.bus, worker.handle)) as running_worker:
+                    await eventually(lambda w=running_worker: w.processed == 2, what="scored")
+                await rounds.close_round(game, round_id)
+                await upkeep.run_pass()  # concludes, purges (retention 0), opens the next
+
+        await play(5)
+        keys_before = _keys(sync_redis, tag)
+        memory_before = _memory(sync_redis, keys_before)
+        await play(15)
+        keys_after = _keys(sync_redis, tag)
+        assert _shapes(keys_after) <= _shapes(keys_before), "no kind of key appears"
+        assert len(keys_after) <= len(keys_before)
+        assert _memory(sync_redis, keys_after) <= memory_before * 1.1 + 1024
+        assert sync_redis.zcard(game.keys.live) == 1, "the schedule's next round alone"
+        for person in people:
+            assert wallet.reconcile(await wallet.read_wallet(game, person.id)) == []
+    finally:
+        await game.aclose()
