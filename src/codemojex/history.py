@@ -102,7 +102,14 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
             keys.retained,
             keys.live,
         ],
-        [round_id, WINNERS, game.settings.events_cap, f"{keys.prefix}player:", SETTLE_GRACE_MS],
+        [
+            round_id,
+            WINNERS,
+            game.settings.events_cap,
+            f"{keys.prefix}player:",
+            SETTLE_GRACE_MS,
+            f"{game.bus.keys.prefix}job:",
+        ],
     )
     code = int(reply[0])
     if code == -1:
@@ -117,7 +124,7 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
 async def pending_guesses(game: Game, round_id: str) -> int:
     """Guesses of the round admitted and not scored (nor refunded) yet, as ``conclude_round.lua``
     counts them (0 or less: none): a refund marker ``recharged`` belongs to a scored guess, so it is
-    not counted again."""
+    not counted again, and a ``refunded`` one whose job was retried (no longer dead) is queued again."""
     keys = game.keys
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
@@ -125,8 +132,14 @@ async def pending_guesses(game: Game, round_id: str) -> int:
             pipe.zcard(keys.scored(round_id))
             pipe.hgetall(keys.refunds(round_id))
             charged, scored, markers = await pipe.execute()
-    refunded = sum(1 for marker in markers.values() if marker != b"recharged")
-    return int(charged) - int(scored) - refunded
+        refunded = [job for job, marker in markers.items() if marker == b"refunded"]
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for job in refunded:
+                pipe.hget(game.bus.keys.job(job.decode()), "state")
+            states = await pipe.execute()
+    settled = sum(1 for marker in markers.values() if marker not in (b"recharged", b"refunded"))
+    settled += sum(1 for state in states if state in (None, b"dead"))
+    return int(charged) - int(scored) - settled
 
 
 async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:

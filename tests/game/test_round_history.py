@@ -142,3 +142,23 @@ async def test_a_round_closed_after_many_newer_rounds_opened_is_still_concluded(
     assert long_round.id in await history.conclude_closed(game)
     assert await history.read_summary(game, long_round.id) is not None
     assert [e["kind"] for e in game_probe.events(long_round.id)] == ["closed"]
+
+
+async def test_a_refunded_guess_retried_before_the_close_is_waited_for(game, the_round):
+    """A dead guess refunded, then retried by the operator (queued again, its marker still 'refunded'
+    until it is recharged and scored): the conclusion waits for it as for any queued guess."""
+    ada = await players.register(game, "Ada")
+    await guesses.submit(game, the_round.id, ada.id, text(SECRET))
+    [claim] = await game.bus.claim(1, lease_ms=60_000)
+    await game.bus.fail(claim, "dies", retryable=False)
+    assert (await refunds.refund(game, [claim.job]))[0].outcome is refunds.Refund.REFUNDED
+    assert await history.pending_guesses(game, the_round.id) == 0, "dead and refunded: settled"
+    assert await game.bus.retry_dead(claim.job)  # queued again
+    await rounds.close_round(game, the_round.id)
+    assert await history.pending_guesses(game, the_round.id) == 1
+    assert await history.conclude_round(game, the_round.id) == (False, None), "waits for the retried guess"
+    assert await score_worker.ScoreWorker(game).handle(await claim_job(game.bus)) is Finish.DONE
+    done, summary = await history.conclude_round(game, the_round.id)
+    assert done
+    assert summary is not None
+    assert [(w.name, w.standing.solved) for w in summary.board] == [("Ada", True)]

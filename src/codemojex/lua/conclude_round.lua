@@ -9,7 +9,10 @@
   refunds) the summary waits, at most `grace` ms after the close, so the final board counts them. A
   refund marker 'recharged' (refunded, retried, charged again and scored) is not counted as a refund:
   that guess is settled by its record, and counting it twice would let the summary skip a queued one.
-  The markers are read whole: at most one per dead-lettered guess of the round.
+  Nor is a 'refunded' one whose job is no longer dead (retry_dead queued it again: it will be recharged
+  and scored, or completed unpaid), read from its queue row, emq:{t}:job:<JOB> (ARGV[6] is that prefix:
+  undeclared, in the same hash slot). The markers are read whole: at most one per dead-lettered guess of
+  the round.
 
   The round leaves the live index (KEYS[13], where open_round.lua and schedule_round.lua put it) in the
   same step: codemojex.history.conclude_closed reads that index, so a round is concluded however many
@@ -42,6 +45,7 @@
     ARGV[3] events kept in the stream, about
     ARGV[4] player key prefix, 'cmx:{t}:player:'
     ARGV[5] grace (ms after the close during which queued guesses are waited for)
+    ARGV[6] the bus's job key prefix, 'emq:{t}:job:'
 
   Output:
     { 1, summary }   concluded now
@@ -56,6 +60,7 @@ local quotaKey, scoredKey, chargesKey, refundsKey = KEYS[6], KEYS[7], KEYS[8], K
 local summariesKey, historyKey, retainedKey, liveKey = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local roundId, top, eventsCap, playerPrefix, grace =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local jobPrefix = ARGV[6]
 
 local done = redis.call('HGET', summariesKey, roundId)
 if done then
@@ -81,7 +86,12 @@ local guesses = redis.call('ZCARD', scoredKey)
 local settled = 0  -- refunded or completed unpaid (never scored); a 'recharged' one has its record
 local markers = redis.call('HGETALL', refundsKey)  -- HVALS is not among the users' commands
 for i = 2, #markers, 2 do
-  if markers[i] ~= 'recharged' then settled = settled + 1 end
+  if markers[i] == 'refunded' then  -- settled while dead (or forgotten); retried, it is queued again
+    local state = redis.call('HGET', jobPrefix .. markers[i - 1], 'state')
+    if not state or state == 'dead' then settled = settled + 1 end
+  elseif markers[i] ~= 'recharged' then
+    settled = settled + 1
+  end
 end
 local pending = redis.call('HLEN', chargesKey) - guesses - settled
 if pending > 0 and now < closedAt + grace then return {3, pending} end
