@@ -22,8 +22,11 @@ secret, the final top of the board and the counts, and says the guesses are no l
 wallets and ledgers are not per-round data and are never touched (a ledger entry names its JOB).
 
 Only concluded rounds are purged, and only by the retention after their close, which is far longer than
-a guess job can stay pending (its attempts, leases and backoff). A job of a purged round delivered after
-all (a dead guess retried late, a retention shorter than the queue's backlog) is dead-lettered, by
+a guess job can stay pending (its attempts, leases and backoff). And only once none of its guesses is
+still queued (:func:`codemojex.history.pending_guesses`: a round concluded at the end of its grace with
+a backlog, and a retention shorter than that backlog), for at most :data:`PENDING_WAIT_MS` past the
+retention: such a guess is scored and paid, not dead-lettered with its charge gone. A job of a purged
+round delivered after all (a dead guess retried late) is dead-lettered, by
 ``read_rules`` or, when a worker still holds the round's rules, by ``score.lua``, which refuses a round
 without its hash: it is never scored, so it pays no second solve reward (the round's ``rewards`` marker
 is gone), is never scored for free after a refund (``refunds`` is gone) and recreates no key of the
@@ -36,11 +39,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemojex import rounds
+from codemojex import history, rounds
 from codemojex.game import Game, translate_errors
 
 BATCH = 200  # keys or members per step
 ROUNDS_PER_PASS = 20
+PENDING_WAIT_MS = 24 * 3600 * 1000  # past the retention, how long a round's queued guesses are waited for
 
 
 def _text(raw: Any) -> str:
@@ -51,16 +55,22 @@ async def purge(
     game: Game, *, retention_s: float, limit: int = ROUNDS_PER_PASS, batch: int = BATCH
 ) -> list[str]:
     """Purge the per-guess data of the concluded rounds closed ``retention_s`` ago or more (at most
-    ``limit``, oldest first); the round ids purged."""
+    ``limit``, oldest first) whose guesses are all settled (see the module doc); the round ids purged."""
     now = await rounds.server_ms(game)
     cutoff = now - int(retention_s * 1000)
     with translate_errors():
-        due = await game.redis.zrangebyscore(game.keys.retained, "-inf", cutoff, start=0, num=limit)
-    purged = []
-    for raw in due:
+        due = await game.redis.zrangebyscore(
+            game.keys.retained, "-inf", cutoff, start=0, num=2 * limit, withscores=True
+        )
+    purged: list[str] = []
+    for raw, closed_ms in due:
         round_id = _text(raw)
+        if closed_ms > cutoff - PENDING_WAIT_MS and await history.pending_guesses(game, round_id) > 0:
+            continue  # a guess admitted before the close is still queued: purged once it is settled
         await purge_round(game, round_id, batch=batch)
         purged.append(round_id)
+        if len(purged) == limit:
+            break
     return purged
 
 

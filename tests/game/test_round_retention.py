@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from codemojex import guesses, history, players, retention, rounds, schedule, score_worker, wallet
+from codemojex import guesses, history, players, refunds, retention, rounds, schedule, score_worker, wallet
 from codemojex.game import Game, GameSettings
 from codemojex.upkeep import Upkeep
 from echomq import Bus, Finish, Permanent, Settings, Worker
@@ -114,26 +114,29 @@ async def test_an_open_or_unconcluded_round_is_never_purged(game, the_round, syn
 
 
 async def test_a_guess_scored_after_its_round_was_purged_mints_nothing(
-    game, the_round, player, sync_redis, tag, monkeypatch
+    game, the_round, player, sync_redis, tag
 ):
-    """A guess admitted before the close and delivered only after the round's purge, to a worker that
-    still holds the round's rules: it is dead-lettered (no round), not scored. Scored, it would pay the
-    solve reward a second time (the round's reward marker is purged) and recreate the round's keys,
-    which no later pass purges."""
-    monkeypatch.setattr(history, "SETTLE_GRACE_MS", 0)  # conclude without waiting for the queued guess
+    """A dead guess, refunded, retried by the operator only after its round's purge and delivered to a
+    worker that still holds the round's rules: it is dead-lettered (no round), not scored. Scored, it
+    would be free (the round's refund marker is purged, so no recharge), pay the solve reward a second
+    time (the reward marker is purged) and recreate the round's keys, which no later pass purges."""
     await guesses.submit(game, the_round.id, player.id, text(SECRET))
     await guesses.submit(game, the_round.id, player.id, text(SECRET))  # admitted: not solved yet
     worker = score_worker.ScoreWorker(game)
     assert await worker.handle(await claim_job(game.bus)) is Finish.DONE  # keeps the round's rules
+    [late] = await game.bus.claim(1, lease_ms=60_000)
+    await game.bus.fail(late, "dies", retryable=False)
+    assert (await refunds.refund(game, [late.job]))[0].outcome is refunds.Refund.REFUNDED
     rewarded = (await wallet.read_wallet(game, player.id)).balances
-    assert rewarded == {"ticket": 1, "coin": 75}, "the allowance, two tickets, one reward"
+    assert rewarded == {"ticket": 2, "coin": 75}, "the allowance, one ticket (one refunded), one reward"
     await rounds.close_round(game, the_round.id)
     assert (await history.conclude_round(game, the_round.id))[0]
     assert await retention.purge(game, retention_s=0) == [the_round.id]
     game_keys = [key for key in _keys(sync_redis, tag) if not key.startswith("emq:")]
+    assert await game.bus.retry_dead(late.job)
     with pytest.raises(Permanent):
         await worker.handle(await claim_job(game.bus))
-    assert (await wallet.read_wallet(game, player.id)).balances == rewarded, "no second reward"
+    assert (await wallet.read_wallet(game, player.id)).balances == rewarded, "not free, no second reward"
     assert [key for key in _keys(sync_redis, tag) if not key.startswith("emq:")] == game_keys
     assert wallet.reconcile(await wallet.read_wallet(game, player.id)) == []
 
@@ -179,3 +182,21 @@ async def test_scheduled_rounds_with_the_economy_leave_the_key_count_flat(redis_
             assert wallet.reconcile(await wallet.read_wallet(game, person.id)) == []
     finally:
         await game.aclose()
+
+
+async def test_a_round_with_a_guess_still_queued_is_purged_only_once_it_is_scored(
+    game, the_round, player, sync_redis, monkeypatch
+):
+    """Concluded past its grace with a guess still queued (a backlog longer than the grace) and due for
+    the purge (retention 0): the purge waits for that guess, which is then scored and paid, never
+    dead-lettered unscored with its charge gone."""
+    monkeypatch.setattr(history, "SETTLE_GRACE_MS", 0)
+    await guesses.submit(game, the_round.id, player.id, text(SECRET))
+    await rounds.close_round(game, the_round.id)
+    assert (await history.conclude_round(game, the_round.id))[0]
+    assert await retention.purge(game, retention_s=0) == [], "a guess of the round is still queued"
+    assert sync_redis.exists(game.keys.round(the_round.id), game.keys.charges(the_round.id)) == 2
+    worker = score_worker.ScoreWorker(game)
+    assert await worker.handle(await claim_job(game.bus)) is Finish.DONE
+    assert (await wallet.read_wallet(game, player.id)).balances == {"ticket": 2, "coin": 75}
+    assert await retention.purge(game, retention_s=0) == [the_round.id]
