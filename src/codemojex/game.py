@@ -32,11 +32,11 @@ from echomq.scripts import AsyncScripts, Library
 # Each game script and the number of KEYS it declares (a unit test checks the headers).
 KEY_COUNTS: dict[str, int] = {
     "register": 7,
-    "open_round": 3,
+    "open_round": 4,
     "close_round": 3,
     "credit": 4,
     "submit": 18,
-    "score": 18,
+    "score": 19,
     "lock": 4,
     "refund": 10,
     "admit": 3,
@@ -45,8 +45,8 @@ KEY_COUNTS: dict[str, int] = {
     "expire": 10,
     "rebuild_board": 3,
     "retire": 7,
-    "schedule_round": 5,
-    "conclude_round": 12,
+    "schedule_round": 6,
+    "conclude_round": 13,
     "recovery": 5,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)

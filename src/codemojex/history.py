@@ -100,8 +100,16 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
             keys.summaries,
             keys.history,
             keys.retained,
+            keys.live,
         ],
-        [round_id, WINNERS, game.settings.events_cap, f"{keys.prefix}player:", SETTLE_GRACE_MS],
+        [
+            round_id,
+            WINNERS,
+            game.settings.events_cap,
+            f"{keys.prefix}player:",
+            SETTLE_GRACE_MS,
+            f"{game.bus.keys.prefix}job:",
+        ],
     )
     code = int(reply[0])
     if code == -1:
@@ -115,22 +123,32 @@ async def conclude_round(game: Game, round_id: str) -> tuple[bool, Summary | Non
 
 async def pending_guesses(game: Game, round_id: str) -> int:
     """Guesses of the round admitted and not scored (nor refunded) yet, as ``conclude_round.lua``
-    counts them (0 or less: none)."""
+    counts them (0 or less: none): a refund marker ``recharged`` belongs to a scored guess, so it is
+    not counted again, and a ``refunded`` one whose job was retried (no longer dead) is queued again."""
     keys = game.keys
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
             pipe.hlen(keys.charges(round_id))
             pipe.zcard(keys.scored(round_id))
-            pipe.hlen(keys.refunds(round_id))
-            charged, scored, refunded = await pipe.execute()
-    return int(charged) - int(scored) - int(refunded)
+            pipe.hgetall(keys.refunds(round_id))
+            charged, scored, markers = await pipe.execute()
+        refunded = [job for job, marker in markers.items() if marker == b"refunded"]
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for job in refunded:
+                pipe.hget(game.bus.keys.job(job.decode()), "state")
+            states = await pipe.execute()
+    settled = sum(1 for marker in markers.values() if marker not in (b"recharged", b"refunded"))
+    settled += sum(1 for state in states if state in (None, b"dead"))
+    return int(charged) - int(scored) - settled
 
 
 async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:
-    """Conclude every closed round among the ``limit`` newest not concluded yet; the ids concluded now."""
+    """Conclude every closed round not concluded yet: those of the ``live`` index (every round opened
+    by open_round.lua or schedule_round.lua until its conclusion, however many were opened after it)
+    and, for rounds opened before that index, the ``limit`` newest; the ids concluded now."""
     now = await rounds.server_ms(game)
-    listed = await rounds.list_rounds(game, limit)
-    closed = [r.id for r in listed if r.status_at(now) is rounds.RoundStatus.CLOSED]
+    listed = await rounds.live_rounds(game) + await rounds.list_rounds(game, limit)
+    closed = list(dict.fromkeys(r.id for r in listed if r.status_at(now) is rounds.RoundStatus.CLOSED))
     if not closed:
         return []
     with translate_errors():

@@ -50,6 +50,9 @@ key                         type    holds
 ``summaries``               hash    RND -> a closed round's compact summary (JSON), kept for good
 ``history``                 zset    every concluded round id, scored by its close time (ms)
 ``retained``                zset    concluded rounds whose per-guess data is still kept, by close time
+``live``                    zset    rounds not concluded yet (open, opening later, or closed and waiting
+                                    for their conclusion), by open time: what the conclusion pass and the
+                                    lobby read, however many rounds were opened since
 ==========================  ======  ==========================================================
 
 One key lives outside ``cmx:{cm}:``: a round's secret, ``cmxs:{cm}:secret:<RND>`` (string, the six keys
@@ -263,6 +266,10 @@ class GameKeys:
     @property
     def retained(self) -> str:
         return f"{self.prefix}retained"
+
+    @property
+    def live(self) -> str:
+        return f"{self.prefix}live"
 
     @property
     def pattern(self) -> str:

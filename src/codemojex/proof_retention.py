@@ -12,10 +12,10 @@ at most ``limit`` rounds a pass, in bounded steps of ``batch`` keys or members:
 2. per player of its quota (``quota:<RND>``, which shrinks as they go): ``submitted``, ``played``,
    ``proven`` and ``locks``, and the player is *retired* (below);
 3. in one transaction: ``charges``, ``refunds``, ``standing``, ``board``, ``events``, ``revealed``,
-   ``quota``, the round's hash, its ``rounds`` entry and its summary and ``history`` / ``retained``
-   entries (:mod:`codemojex.history`: unlike the real game's, a demo round keeps no summary), so a pass
-   cut short is taken up by the next one (the round is still listed until this last step). The large
-   ones go by ``UNLINK`` (freed off Redis's main thread).
+   ``quota``, the round's hash, its ``rounds`` and ``live`` entries and its summary and ``history`` /
+   ``retained`` entries (:mod:`codemojex.history`: unlike the real game's, a demo round keeps no
+   summary), so a pass cut short is taken up by the next one (the round is still listed until this last
+   step). The large ones go by ``UNLINK`` (freed off Redis's main thread).
 
 **Demo players** (``retire.lua``): a player of the purged round who is in no kept round's quota and has
 no ledger entry since the pass listed the rounds (decided atomically against ``submit.lua``) is deleted

@@ -114,7 +114,7 @@ async def open_round(
     keys = game.keys
     reply = await game.run(
         "open_round",
-        [keys.round(round_id), keys.secret(round_id), keys.rounds],
+        [keys.round(round_id), keys.secret(round_id), keys.rounds, keys.live],
         [
             round_id,
             json.dumps(list(board.keys), ensure_ascii=False),
@@ -171,6 +171,25 @@ async def list_rounds(game: Game, limit: int = 20) -> list[Round]:
     check_int("limit", limit, 1, 1000)
     with translate_errors():
         round_ids = [raw.decode() for raw in await game.redis.zrevrange(game.keys.rounds, 0, limit - 1)]
+    return await _rounds_of(game, round_ids)
+
+
+async def live_rounds(game: Game, limit: int = 1000) -> list[Round]:
+    """The rounds not concluded yet (open, opening later, or closed and waiting for their conclusion:
+    the ``live`` index, which conclude_round.lua leaves), at most ``limit``, newest opening first;
+    however many rounds were opened after them. Rounds opened before the index are not in it (see
+    :func:`codemojex.history.conclude_closed`, which also looks at the newest rounds)."""
+    check_int("limit", limit, 1, 1000)
+    with translate_errors():
+        round_ids = [raw.decode() for raw in await game.redis.zrevrange(game.keys.live, 0, limit - 1)]
+    return await _rounds_of(game, round_ids)
+
+
+async def _rounds_of(game: Game, round_ids: list[str]) -> list[Round]:
+    """The rounds of ``round_ids`` that exist, in that order."""
+    if not round_ids:
+        return []
+    with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
             for round_id in round_ids:
                 pipe.hgetall(game.keys.round(round_id))

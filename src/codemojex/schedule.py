@@ -133,6 +133,7 @@ async def open_slot(
         keys.round(round_id),
         keys.secret(round_id),
         keys.rounds,
+        keys.live,
     ]
     args = [
         slot,

@@ -19,7 +19,10 @@ round's secret, scores the guess with the pure engine (:func:`codemojex.engine.s
 So however often a job is delivered (a crash after the effect, a stall past the lease), and in whatever
 order, the guess is scored exactly once in effect and the board is the same. A payload the host would
 never write, or a round that does not exist, is dead-lettered at once (:class:`echomq.Permanent`): no
-retry can fix it. A dead guess is refunded once (:mod:`codemojex.refunds`); if it is retried after its
+retry can fix it. That includes a round purged by the retention while the job waited, even one whose
+rules this worker kept: ``score.lua`` refuses a round without its hash (answer 5), so a late guess
+never pays a second solve reward nor recreates the purged round's keys (:mod:`codemojex.retention`).
+A dead guess is refunded once (:mod:`codemojex.refunds`); if it is retried after its
 refund, ``score.lua`` charges it again before it scores it, or completes it unscored (``unpaid``) when
 the wallet cannot pay.
 
@@ -92,6 +95,7 @@ def score_call(
             keys.played(request.round, request.player),
             keys.results(request.player),
             keys.rewards(request.round),
+            keys.round(request.round),
         ],
         [
             claim.job,
@@ -172,6 +176,10 @@ async def handle(game: Game, job: Job, rules: MutableMapping[str, Rules] | None 
         return Finish.DONE
     if code == 4:  # a retry of this call (its reply was lost): that first call completed the job
         return Finish.DONE
+    if code == 5:  # purged by the retention while the job waited: nothing to score it into
+        if rules is not None:
+            rules.pop(request.round, None)
+        raise Permanent(f"no round {request.round} (purged)")
     if code in (0, -1):
         return Finish.STALE
     raise ScriptError(f"score.lua answered {reply!r}")

@@ -2,7 +2,9 @@
 
 Pure: no I/O. The input is what ``score.lua`` keeps per player (``results:<PLR>``, see
 :mod:`codemojex.player_stats`): round id -> the attempts the player took to solve it, 0 for a round they
-played (had a guess scored in) and have not solved. Round ids sort in the order the rounds were opened.
+played (had a guess scored in) and have not solved. Rounds are taken in id order: the order the rounds
+were created (minted), which is their open order but for a round opened with a delay (``delay_s``),
+taken where it was created.
 
 * **played**: rounds with at least one scored guess of the player; **solved**: those they solved;
 * **best attempts**: the fewest attempts of a solved round (None before the first solve);

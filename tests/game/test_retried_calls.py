@@ -102,7 +102,7 @@ async def test_an_open_run_twice_makes_one_round_and_answers_opened(game):
     times; the same id with another secret answers 0."""
     round_id = ids.mint(ROUND)
     keys = game.keys
-    call_keys = [keys.round(round_id), keys.secret(round_id), keys.rounds]
+    call_keys = [keys.round(round_id), keys.secret(round_id), keys.rounds, keys.live]
     secret = json.dumps(list(SECRET), ensure_ascii=False)
     args = [round_id, json.dumps(list(KEYBOARD), ensure_ascii=False), 6, "ticket=1", 0, 0, 0, secret]
     first = await game.run("open_round", call_keys, args)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-from codemojex import guesses, history, players, rounds, score_worker
+from codemojex import guesses, history, players, refunds, rounds, score_worker
 from codemojex.game import Game
 from codemojex.upkeep import Upkeep
-from echomq import Bus, Worker
-from tests.support.game import SECRET, text
+from echomq import Bus, Finish, Worker
+from tests.support.game import SECRET, claim_job, text
 from tests.support.workers import eventually, running
 
 
@@ -105,3 +105,60 @@ async def test_history_lists_newest_close_first_and_pages(game):
     assert [s.round_id for s in listed] == closed[::-1]
     older = await history.list_history(game, limit=2, before_ms=listed[0].closed_ms)
     assert all(s.closed_ms < listed[0].closed_ms for s in older)
+
+
+async def test_a_recharged_guess_does_not_hide_a_queued_one_from_the_conclusion(game, the_round):
+    """A dead guess refunded, retried and scored (recharged) is in the round's charges, its scored
+    records and its refunds once each: it is settled once, so a solving guess still queued at the close
+    is waited for and is on the final board."""
+    ada = await players.register(game, "Ada")
+    bob = await players.register(game, "Bob")
+    await guesses.submit(game, the_round.id, ada.id, "🍎🍌🍒🍇🍑🍍")
+    [claim] = await game.bus.claim(1, lease_ms=60_000)
+    await game.bus.fail(claim, "dies", retryable=False)
+    assert (await refunds.refund(game, [claim.job]))[0].outcome is refunds.Refund.REFUNDED
+    assert await game.bus.retry_dead(claim.job)
+    worker = score_worker.ScoreWorker(game)
+    assert await worker.handle(await claim_job(game.bus)) is Finish.DONE  # recharged and scored
+    await guesses.submit(game, the_round.id, bob.id, text(SECRET))  # queued at the close
+    await rounds.close_round(game, the_round.id)
+    assert await history.pending_guesses(game, the_round.id) == 1
+    assert await history.conclude_round(game, the_round.id) == (False, None), "waits for Bob's guess"
+    assert await worker.handle(await claim_job(game.bus)) is Finish.DONE
+    done, summary = await history.conclude_round(game, the_round.id)
+    assert done
+    assert summary is not None
+    assert [(w.name, w.standing.solved) for w in summary.board] == [("Bob", True), ("Ada", False)]
+
+
+async def test_a_round_closed_after_many_newer_rounds_opened_is_still_concluded(game, game_probe):
+    """A long round (a day's round beside the schedule's short ones) that closes after more than the
+    newest rounds a pass looks at were opened: still concluded (summary, history, ``closed`` event),
+    so it is purged after the retention like any other."""
+    long_round = await rounds.open_round(game, duration_s=3600)
+    for _ in range(history.CHECKED + 5):
+        await rounds.open_round(game, duration_s=3600)
+    await rounds.close_round(game, long_round.id)
+    assert long_round.id in await history.conclude_closed(game)
+    assert await history.read_summary(game, long_round.id) is not None
+    assert [e["kind"] for e in game_probe.events(long_round.id)] == ["closed"]
+
+
+async def test_a_refunded_guess_retried_before_the_close_is_waited_for(game, the_round):
+    """A dead guess refunded, then retried by the operator (queued again, its marker still 'refunded'
+    until it is recharged and scored): the conclusion waits for it as for any queued guess."""
+    ada = await players.register(game, "Ada")
+    await guesses.submit(game, the_round.id, ada.id, text(SECRET))
+    [claim] = await game.bus.claim(1, lease_ms=60_000)
+    await game.bus.fail(claim, "dies", retryable=False)
+    assert (await refunds.refund(game, [claim.job]))[0].outcome is refunds.Refund.REFUNDED
+    assert await history.pending_guesses(game, the_round.id) == 0, "dead and refunded: settled"
+    assert await game.bus.retry_dead(claim.job)  # queued again
+    await rounds.close_round(game, the_round.id)
+    assert await history.pending_guesses(game, the_round.id) == 1
+    assert await history.conclude_round(game, the_round.id) == (False, None), "waits for the retried guess"
+    assert await score_worker.ScoreWorker(game).handle(await claim_job(game.bus)) is Finish.DONE
+    done, summary = await history.conclude_round(game, the_round.id)
+    assert done
+    assert summary is not None
+    assert [(w.name, w.standing.solved) for w in summary.board] == [("Ada", True)]

@@ -102,3 +102,15 @@ def test_an_unknown_round_and_bad_queries_and_tokens_are_refused(served, anon, o
     the_round = open_round(operator)
     reply = anon.get(f"/api/history/{the_round['round_id']}", headers={"Authorization": "Bearer not-a-token"})
     assert reply.status_code == 401
+
+
+def test_the_lobby_lists_an_open_round_however_many_rounds_opened_after_it(served, operator, anon):
+    """A day's round beside many short ones: still in the lobby after more rounds than the lobby's
+    newest-rounds scan were opened after it (the live index lists it until its conclusion)."""
+    long_round = open_round(operator, duration_s=3600)
+    newer = [open_round(operator)["round_id"] for _ in range(55)]
+    for round_id in newer:
+        assert operator.post(f"/api/operator/rounds/{round_id}/close").status_code == 200
+    listed = [r["round_id"] for r in anon.get("/api/lobby").json()["rounds"]]
+    assert long_round["round_id"] in listed
+    assert not set(newer) & set(listed)

@@ -11,6 +11,7 @@
     KEYS[1] round   (hash)    cmx:{t}:round:<RND>
     KEYS[2] secret  (string)  cmxs:{t}:secret:<RND> (outside cmx:{t}:, see codemojex.access)
     KEYS[3] rounds  (zset)    every round id by open time
+    KEYS[4] live    (zset)    rounds not concluded yet, by open time (conclude_round.lua removes it)
 
     ARGV[1] round id
     ARGV[2] keyboard (JSON list of keys, validated by the caller)
@@ -25,7 +26,7 @@
     { 1, opens_ms }  created, now or by an earlier call with the same arguments
     { 0, opens_ms }  a round with that id exists with other settings; nothing changed
 ]]
-local roundKey, secretKey, roundsKey = KEYS[1], KEYS[2], KEYS[3]
+local roundKey, secretKey, roundsKey, liveKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local roundId, keyboard, length, prices = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delayMs, durationMs, maxGuesses, secret =
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8]
@@ -46,4 +47,5 @@ redis.call('HSET', roundKey, 'keyboard', keyboard, 'length', length, 'prices', p
   'created', now, 'opens', opens, 'closes', closes, 'max_guesses', maxGuesses, 'status', 'open')
 redis.call('SET', secretKey, secret)
 redis.call('ZADD', roundsKey, opens, roundId)
+redis.call('ZADD', liveKey, opens, roundId)
 return {1, opens}

@@ -21,6 +21,7 @@
     KEYS[3] round    (hash)   cmx:{t}:round:<RND> of the new round
     KEYS[4] secret   (string) cmxs:{t}:secret:<RND> of the new round
     KEYS[5] rounds   (zset)   every round id by open time
+    KEYS[6] live     (zset)   rounds not concluded yet, by open time (conclude_round.lua removes it)
 
     ARGV[1] the slot the caller read (int, 0 when the schedule opened none yet)
     ARGV[2] new round id
@@ -38,6 +39,7 @@
     { 0, last round id, 0 }    the state moved since the caller read it (another worker); nothing changed
 ]]
 local scheduleKey, lastKey, roundKey, secretKey, roundsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local liveKey = KEYS[6]
 local expected, roundId, keyboard, length, prices = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local durationMs, gapMs, maxGuesses, secret = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], ARGV[9]
 
@@ -71,5 +73,6 @@ redis.call('HSET', roundKey, 'keyboard', keyboard, 'length', length, 'prices', p
   'status', 'open', 'scheduled', slot + 1)
 redis.call('SET', secretKey, secret)
 redis.call('ZADD', roundsKey, opens, roundId)
+redis.call('ZADD', liveKey, opens, roundId)
 redis.call('HSET', scheduleKey, 'slot', slot + 1, 'round', roundId)
 return {1, roundId, opens}

@@ -45,6 +45,13 @@
   once, whatever the order or number of deliveries (two solving guesses scored in either order, a
   redelivery, a retried call).
 
+  A round purged by the retention (codemojex.retention: its hash, records, standings and reward markers
+  gone) scores nothing: a guess of it delivered that late (a worker that kept the round's rules, a dead
+  guess retried) is answered 5 and changes nothing, and the worker dead-letters it. Scored, it would
+  fold onto an empty standing, pay the solve reward again (the marker is gone), skip the recharge of a
+  refunded guess (the refund marker is gone) and recreate the round's keys, which no later pass purges.
+  The retention deletes the round's hash first, so this holds from the first step of a purge.
+
   Input:
     KEYS[1]  job      (hash)    emq:{t}:job:<JOB>
     KEYS[2]  active   (zset)    claimed ids by lease deadline
@@ -67,6 +74,7 @@
                                 the standing just folded, so redeliveries add nothing and any delivery
                                 order ends at the admission-order value
     KEYS[18] rewards  (hash)    cmx:{t}:rewards:<RND>, player -> the JOB whose score paid the solve reward
+    KEYS[19] round    (hash)    cmx:{t}:round:<RND> (read only: must exist, see above)
 
     ARGV[1]  job id
     ARGV[2]  attempts token (int) from the claim
@@ -96,6 +104,7 @@
     { 3, 0 }      refunded and the wallet cannot pay again: completed unscored (result 'unpaid')
     { 4, 'done' } already completed under this very claim: a retry whose first reply was lost (that
                   call completed the job); nothing changed
+    { 5, 0 }      the round is purged (no hash): nothing changed, the job stays active (to dead-letter)
     { 0, state }  stale: not active under that token and request; nothing changed
     {-1, '' }     no row for that job id
 ]]
@@ -111,6 +120,7 @@ local finish, eventsCap = ARGV[12], tonumber(ARGV[13])
 local prefix, resultTtl, dedupWindow = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
 local resultsKept = tonumber(ARGV[17])
 local rewardsKey, reward = KEYS[18], ARGV[18]
+local roundKey = KEYS[19]
 
 -- @include "finish"
 
@@ -200,6 +210,7 @@ end
 
 local refused = fence(jobKey, statsKey, token, request)
 if refused then return refused end
+if redis.call('EXISTS', roundKey) == 0 then return {5, 0} end  -- a purged round (see the header)
 
 -- A record that will refold reads the player's scored records, whose keys it builds (cmx:{t}:guess:<GES>,
 -- undeclared). While the slot is being resharded one of them may be on the other node: on the source its

@@ -26,7 +26,8 @@ from codemojex.web.problems import answers
 
 router = APIRouter(prefix="/api")
 
-LOBBY_SCANNED = 50  # the newest rounds the lobby looks at
+LOBBY_SCANNED = 50  # the newest rounds the lobby looks at (rounds opened before the live index)
+LIVE_SCANNED = 200  # the rounds not concluded yet it looks at, newest opening first
 GUESSES_SHOWN = 200
 
 
@@ -35,7 +36,9 @@ async def lobby(request: Request) -> dict[str, Any]:
     """Every open round (newest first) with its close time, the rounds opening later, the server's now."""
     game = host_of(request).game
     now = await rounds.server_ms(game)
-    listed = await rounds.list_rounds(game, LOBBY_SCANNED)
+    # The rounds not concluded yet, however old (the live index), and the newest (rounds opened before it).
+    found = await rounds.live_rounds(game, LIVE_SCANNED) + await rounds.list_rounds(game, LOBBY_SCANNED)
+    listed = sorted({r.id: r for r in found}.values(), key=lambda r: (r.opens_ms, r.id), reverse=True)
     return {
         "server_ms": now,
         "rounds": [views.round_view(r, now) for r in listed if r.status_at(now) is RoundStatus.OPEN],
