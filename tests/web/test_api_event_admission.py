@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 
 from codemojex.web.admission import Limits
-from codemojex.web.hub import QUEUE_SIZE, Subscriber
+from codemojex.web.subscribers import QUEUE_SIZE, Subscriber
 from tests.support.web import error_code, open_round, wait_until
 
 PROXIED = ("127.0.0.1",)

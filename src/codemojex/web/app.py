@@ -29,6 +29,7 @@ from codemojex import proof
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.web import (
+    account_api,
     events,
     history_api,
     metrics,
@@ -118,11 +119,18 @@ def create_app(config: HostConfig) -> FastAPI:
     app.add_exception_handler(redis.exceptions.RedisError, problems.on_foreign_error)
     app.add_exception_handler(RequestValidationError, problems.on_malformed)
     app.add_exception_handler(StarletteHTTPException, problems.on_http)
-    for router in (player_api.router, operator_api.router, proof_api.router, events.router, metrics.router):
+    for router in (
+        account_api.router,
+        player_api.router,
+        operator_api.router,
+        proof_api.router,
+        events.router,
+        metrics.router,
+        token_api.router,
+        history_api.router,
+        recovery_api.router,
+    ):
         app.include_router(router)
-    app.include_router(token_api.router)
-    app.include_router(history_api.router)
-    app.include_router(recovery_api.router)
 
     @app.get("/healthz", tags=["health"], response_model=schemas.HealthOut, responses=problems.answers())
     async def healthz(request: Request) -> dict[str, Any]:

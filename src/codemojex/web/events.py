@@ -47,8 +47,8 @@ from codemojex.web import schemas
 from codemojex.web.auth import PLAYER_TOKEN, PlayerId, bearer, player_of
 from codemojex.web.buckets import digest
 from codemojex.web.host import Host, host_of
-from codemojex.web.hub import TooManyStreams
 from codemojex.web.problems import Problem, answers
+from codemojex.web.subscribers import TooManyStreams
 
 PING_S = 15.0
 _TICKET = re.compile(r"[A-Za-z0-9_-]{20,64}")

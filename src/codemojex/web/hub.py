@@ -37,8 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
-from typing import Any
 
 from codemojex import history, leaderboard, rounds
 from codemojex.errors import CodemojexError, NotFound
@@ -46,67 +44,14 @@ from codemojex.game import Game, translate_errors
 from codemojex.rounds import RoundStatus
 from codemojex.web import views
 from codemojex.web.admission import Limits
+from codemojex.web.subscribers import Event, Subscriber, TooManyStreams
 
 log = logging.getLogger("codemojex.web.hub")
 
 BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round joins the read within it
-QUEUE_SIZE = 256
 BOARD_SHOWN = 20
 CLOSE_WAIT_MS = 5000  # after a close (and the conclusion's grace, with guesses queued), streams end anyway
 SOLVERS_READ = 1000  # the board read for a solve notice whose solver is past the shown top
-
-Event = tuple[str, dict[str, Any]]
-
-
-class TooManyStreams(Exception):
-    """Over a stream cap: ``which`` is ``player``, ``address`` or ``host``."""
-
-    def __init__(self, which: str) -> None:
-        super().__init__(f"too many event streams open for this {which}")
-        self.which = which
-
-
-@dataclass(eq=False)
-class Subscriber:
-    round_id: str
-    player_id: str
-    address: str = ""
-    token_digest: str | None = None  # of the token the stream was opened with; None: not checked
-    queue: asyncio.Queue[Event | None] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
-    ended: bool = False
-
-    def offer(self, event: Event) -> None:
-        if self.ended:  # its last event is queued: nothing after it
-            return
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:  # too slow: drop what it has not read, tell it to refetch
-            self._drain()
-            self.queue.put_nowait(("resync", {"round_id": self.round_id}))
-
-    def finish(self, last: Event) -> None:
-        """A last event after the ones queued (the round's close), then the end; once."""
-        if self.ended:
-            return
-        self.offer(last)
-        self.ended = True
-        try:
-            self.queue.put_nowait(None)
-        except asyncio.QueueFull:
-            self._drain()
-            self.queue.put_nowait(last)
-            self.queue.put_nowait(None)
-
-    def end(self, last: Event | None = None) -> None:
-        self.ended = True
-        self._drain()
-        if last is not None:
-            self.queue.put_nowait(last)
-        self.queue.put_nowait(None)
-
-    def _drain(self) -> None:
-        while not self.queue.empty():
-            self.queue.get_nowait()
 
 
 def closed_event(summary: history.Summary) -> Event:

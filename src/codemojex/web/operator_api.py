@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from codemojex import refunds, round_jobs, rounds
 from codemojex.game import translate_errors
 from codemojex.keys import JOB, check_id
-from codemojex.web import schemas, views
+from codemojex.web import operator_schemas, schemas, views
 from codemojex.web.auth import Operator
 from codemojex.web.host import host_of
 from codemojex.web.problems import answers
@@ -61,7 +61,9 @@ async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
     return views.round_view(the_round, await _now(request))
 
 
-@router.post("/rounds/{round_id}/close", response_model=schemas.ClosedOut, responses=answers(400, 404))
+@router.post(
+    "/rounds/{round_id}/close", response_model=operator_schemas.ClosedOut, responses=answers(400, 404)
+)
 async def close_round(request: Request, round_id: str) -> dict[str, Any]:
     host = host_of(request)
     closer = round_jobs.close_round if host.config.rounds_by_worker else rounds.close_round
@@ -69,7 +71,7 @@ async def close_round(request: Request, round_id: str) -> dict[str, Any]:
     return {"round_id": round_id, "closed_ms": closed}
 
 
-@router.get("/stats", response_model=schemas.StatsOut, responses=answers(422))
+@router.get("/stats", response_model=operator_schemas.StatsOut, responses=answers(422))
 async def stats(request: Request, lanes: Annotated[int, Query(ge=0, le=1000)] = 50) -> dict[str, Any]:
     """Counters, depth per state, and the first ``lanes`` lanes with their depth and fairness lag."""
     game = host_of(request).game
@@ -78,7 +80,7 @@ async def stats(request: Request, lanes: Annotated[int, Query(ge=0, le=1000)] = 
     return read.as_dict() | {"server_ms": await _now(request), "tag": game.bus.tag}
 
 
-@router.get("/leases", response_model=schemas.LeasesOut, responses=answers(422))
+@router.get("/leases", response_model=operator_schemas.LeasesOut, responses=answers(422))
 async def leases(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
     """The active jobs with the soonest lease deadlines first."""
     game = host_of(request).game
@@ -102,7 +104,7 @@ async def leases(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] =
     return {"server_ms": await _now(request), "leases": found}
 
 
-@router.get("/dead", response_model=schemas.DeadOut, responses=answers(422))
+@router.get("/dead", response_model=operator_schemas.DeadOut, responses=answers(422))
 async def dead(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
     """Dead-lettered jobs, oldest first, with their last error."""
     game = host_of(request).game
@@ -126,7 +128,7 @@ async def dead(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 1
     }
 
 
-@router.post("/dead/{job_id}/retry", response_model=schemas.RetriedOut, responses=answers(400))
+@router.post("/dead/{job_id}/retry", response_model=operator_schemas.RetriedOut, responses=answers(400))
 async def retry(request: Request, job_id: str) -> dict[str, Any]:
     """Move a dead job back to its lane (its tries start again); ``retried`` is false if it was not dead."""
     check_id(job_id, JOB)
@@ -135,7 +137,7 @@ async def retry(request: Request, job_id: str) -> dict[str, Any]:
     return {"job_id": job_id, "retried": retried}
 
 
-@router.post("/dead/{job_id}/refund", response_model=schemas.RefundOut, responses=answers(400))
+@router.post("/dead/{job_id}/refund", response_model=operator_schemas.RefundOut, responses=answers(400))
 async def refund(request: Request, job_id: str) -> dict[str, Any]:
     """Give a dead guess its payment back, once (:mod:`codemojex.refunds`): ``outcome`` is refunded, or
     already, not_dead, scored or uncharged when nothing changed. Safe to repeat (a lost reply: ask again)."""
@@ -144,7 +146,7 @@ async def refund(request: Request, job_id: str) -> dict[str, Any]:
     return {"job_id": job_id, "outcome": result.outcome.value, "refunded": charged}
 
 
-@router.get("/throughput", response_model=schemas.ThroughputOut)
+@router.get("/throughput", response_model=operator_schemas.ThroughputOut)
 async def throughput(request: Request) -> dict[str, Any]:
     sampler = host_of(request).sampler
     return {

@@ -1,6 +1,7 @@
-"""The player's API: join, rounds, guesses, locks, leaderboard, wallet, and where a guess job is.
+"""The player's API: rounds, guesses, locks, leaderboard, and where a guess job is (the account's own
+routes, join, me, stats and wallet, are :mod:`codemojex.web.account_api`).
 
-Every route but ``POST /api/players`` and the round reads takes ``Authorization: Bearer <token>``.
+Every route but the round reads takes ``Authorization: Bearer <token>``.
 A guess is admitted by :func:`codemojex.guesses.submit` (validate, overlay locks, charge, enqueue in one
 script); a refusal is answered with its status (:data:`codemojex.web.problems.REFUSAL_STATUS`) and
 changed nothing.
@@ -18,16 +19,10 @@ from codemojex import (
     guesses,
     leaderboard,
     locks,
-    offers,
-    player_stats,
-    players,
-    recovery,
     rounds,
-    trials,
-    wallet,
 )
 from codemojex.emoji import graphemes
-from codemojex.errors import CodemojexError, InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
+from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, ROUND, check_id, guess_of
 from codemojex.rounds import RoundStatus
@@ -38,13 +33,6 @@ from codemojex.web.problems import REFUSAL_STATUS, Problem, answers
 from echomq import JobInfo
 
 router = APIRouter(prefix="/api")
-
-LEDGER_SHOWN = 200
-
-
-class NewPlayer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(max_length=200, description="a display name: 1-32 characters, no control characters")
 
 
 class NewGuess(BaseModel):
@@ -64,86 +52,6 @@ async def _round_json(request: Request, the_round: rounds.Round) -> dict[str, An
     if the_round.status_at(now) is RoundStatus.CLOSED:  # closed: its secret is shown once revealed
         [secret] = await rounds.read_revealed(game, [the_round.id])
     return views.round_view(the_round, now, secret)
-
-
-@router.post(
-    "/players",
-    status_code=201,
-    tags=["players"],
-    response_model=schemas.NewPlayerOut,
-    responses=answers(400, 409, 413, 422, 429),
-)
-async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
-    """Register a player with the starting grant; the token is shown once (see docs/http-api.md)."""
-    token = players.new_token()
-    game = host_of(request).game
-    player = await players.register(game, new.name, token=token)
-    created = player.created_ms
-    code: str | None = None
-    with contextlib.suppress(CodemojexError):  # the player exists: a failed code is asked for later
-        code = await recovery.issue(game, player.id)
-    return {
-        "player_id": player.id,
-        "name": player.name,
-        "token": token,
-        "created_ms": created,
-        "token_expires_ms": created + game.settings.token_lifetime_ms,
-        "expires_unless_played_ms": created + game.settings.trial_ms,
-        "recovery_code": code,
-    }
-
-
-@router.get("/me", tags=["players"], response_model=schemas.PlayerOut, responses=answers(401, 404))
-async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
-    """The caller; ``expires_unless_played_ms`` is null once an admitted guess keeps them for good."""
-    game = host_of(request).game
-    player = await players.get_player(game, player_id)
-    ends = await trials.trial_ends(game, player_id)
-    return {
-        "player_id": player.id,
-        "name": player.name,
-        "created_ms": player.created_ms,
-        "expires_unless_played_ms": ends,
-        "has_recovery_code": await recovery.has_code(game, player_id),
-    }
-
-
-@router.get("/me/stats", tags=["players"], response_model=schemas.PlayerStatsOut, responses=answers(401))
-async def my_stats(request: Request, player_id: PlayerId) -> dict[str, Any]:
-    """The caller's rounds played and solved, best attempts and streaks (codemojex.streaks)."""
-    return views.stats_view(player_id, await player_stats.read_stats(host_of(request).game, player_id))
-
-
-@router.get(
-    "/wallet", tags=["players"], response_model=schemas.WalletOut, responses=answers(400, 401, 404, 422)
-)
-async def my_wallet(
-    request: Request, player_id: PlayerId, round_id: Annotated[str | None, Query(max_length=64)] = None
-) -> dict[str, Any]:
-    """Balances, the newest ledger entries (oldest first), the economy's rule, and the offer: in the
-    round ``round_id`` (else the open round), what the next guess costs and what the allowance adds."""
-    game = host_of(request).game
-    if round_id is not None:
-        check_id(round_id, ROUND)
-    held = await wallet.read_wallet(game, player_id, ledger_limit=LEDGER_SHOWN)
-    now = await rounds.server_ms(game)
-    listed = await rounds.list_rounds(game, 50)
-    if round_id is not None:
-        the_round: rounds.Round | None = await rounds.get_round(game, round_id)
-    else:
-        the_round = next((r for r in listed if r.status_at(now) is RoundStatus.OPEN), None)
-    body = views.wallet_view(held)
-    settings = game.settings
-    body["economy"] = {
-        "allowance": views.amounts_view(settings.allowance),
-        "solve_reward": views.amounts_view(settings.solve_reward),
-    }
-    body["offer"] = None
-    if the_round is not None:
-        offer = await offers.read_offer(game, the_round.id, player_id)
-        scheduled = [r.opens_ms for r in listed if r.status_at(now) is RoundStatus.SCHEDULED]
-        body["offer"] = views.offer_view(offer, the_round.status_at(now), min(scheduled, default=None))
-    return body
 
 
 @router.get("/rounds/current", tags=["rounds"], response_model=schemas.RoundOut, responses=answers(404))

@@ -40,7 +40,7 @@ from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, check_id
 from codemojex.payload import decode_payload
 from codemojex.supervisor import WorkerStatus
-from codemojex.web import schemas, views
+from codemojex.web import operator_schemas, schemas, views
 from codemojex.web.auth import PlayerId, bearer, is_operator
 from codemojex.web.host import host_of
 from codemojex.web.player_api import job_row
@@ -72,7 +72,7 @@ def instance_of(worker: WorkerStatus) -> str:
     return hmac.new(_INSTANCE_KEY, seen, hashlib.sha256).hexdigest()[:12]
 
 
-@router.get("", response_model=schemas.ProofStatusOut, responses=answers())
+@router.get("", response_model=operator_schemas.ProofStatusOut, responses=answers())
 async def status(request: Request) -> dict[str, Any]:
     """The proof's switches, its demo tag and round, its caps and the demo worker (see the module doc)."""
     host = host_of(request)
@@ -128,7 +128,7 @@ async def new_job(request: Request, spec: NewProofJob, player_id: PlayerId) -> d
     return _answer(await proof.submit(demo, the_round.id, player_id, guess, job))
 
 
-@router.get("/jobs", response_model=schemas.ProofJobsOut, responses=answers(401, 403))
+@router.get("/jobs", response_model=operator_schemas.ProofJobsOut, responses=answers(401, 403))
 async def my_jobs(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """The caller's demo jobs in the demo round (oldest first) and their demo balances."""
     demo = _demo(request)
@@ -181,7 +181,9 @@ async def resubmit(request: Request, job_id: str, player_id: PlayerId) -> dict[s
 
 
 @router.post(
-    "/jobs/{job_id}/stale", response_model=schemas.StaleOut, responses=answers(400, 401, 403, 404, 409)
+    "/jobs/{job_id}/stale",
+    response_model=operator_schemas.StaleOut,
+    responses=answers(400, 401, 403, 404, 409),
 )
 async def stale(request: Request, job_id: str, player_id: PlayerId) -> dict[str, Any]:
     demo = _demo(request)
