@@ -19,13 +19,16 @@ The summaries are in the host's key patterns (it serves them); the secret's own 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from codemojex import ranking, rounds
-from codemojex.errors import InvalidInput, ScriptError, UnknownRound
+from codemojex.errors import CodemojexError, InvalidInput, ScriptError, UnknownRound
 from codemojex.game import Game, check_int, translate_errors
 from codemojex.keys import ROUND, check_id
+
+log = logging.getLogger("codemojex.history")
 
 WINNERS = 10  # entries of the final board kept in a summary
 SETTLE_GRACE_MS = 30_000  # after a close, how long queued guesses are waited for before concluding
@@ -159,6 +162,9 @@ async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:
             try:
                 now_done, _ = await conclude_round(game, round_id)
             except UnknownRound:  # purged meanwhile
+                continue
+            except CodemojexError as exc:  # this round only: the others are still concluded
+                log.warning("round %s cannot be concluded: %s", round_id, exc)
                 continue
             if now_done:
                 concluded.append(round_id)

@@ -13,6 +13,7 @@ host reads (:func:`read_revealed`): by ``close_round.lua`` when a call closes it
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -20,7 +21,7 @@ from functools import lru_cache
 from codemojex import codes
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
-from codemojex.errors import InvalidOption, RoundClosed, ScriptError, UnknownRound
+from codemojex.errors import CodemojexError, InvalidOption, RoundClosed, ScriptError, UnknownRound
 from codemojex.game import (
     Game,
     Prices,
@@ -32,6 +33,8 @@ from codemojex.game import (
 )
 from codemojex.keys import OPERATION, ROUND, check_id
 from echomq import ids
+
+log = logging.getLogger("codemojex.rounds")
 
 MAX_DURATION_S = 366 * 24 * 3600
 MAX_GUESSES_LIMIT = 100_000
@@ -194,7 +197,18 @@ async def _rounds_of(game: Game, round_ids: list[str]) -> list[Round]:
             for round_id in round_ids:
                 pipe.hgetall(game.keys.round(round_id))
             rows = await pipe.execute()
-    return [round_from_row(round_id, row) for round_id, row in zip(round_ids, rows, strict=True) if row]
+    found = (_readable(round_id, row) for round_id, row in zip(round_ids, rows, strict=True) if row)
+    return [the_round for the_round in found if the_round is not None]
+
+
+def _readable(round_id: str, row: dict[bytes, bytes]) -> Round | None:
+    """The round a stored row holds, or None (logged) for a row that cannot be read (a hand-edited or
+    corrupted hash): one bad round must not hide every other from a listing, the lobby or the upkeep."""
+    try:
+        return round_from_row(round_id, row)
+    except (CodemojexError, ValueError, KeyError, TypeError) as exc:
+        log.warning("round %s cannot be read (%s: %s); left out", round_id, type(exc).__name__, exc)
+        return None
 
 
 async def current_round(game: Game) -> Round | None:

@@ -15,8 +15,9 @@ lifecycle (the schedule, the conclusion of closed rounds, the retention of their
 * **Retention.** Concluded rounds closed longer ago than the retention lose their per-guess data, a
   bounded number a pass (:func:`codemojex.retention.purge`).
 
-Each is safe beside another worker's pass and after a lost reply (see each module). A pass failing (Redis
-unreachable, a user without the rights) is logged; the next period tries again.
+Each is safe beside another worker's pass and after a lost reply (see each module). A step failing (Redis
+unreachable, a user without the rights, a round that cannot be concluded) is logged and the others
+still run; the next period tries again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from codemojex import history, retention, rounds, schedule
 from codemojex.access import load_scripts
@@ -31,6 +34,8 @@ from codemojex.errors import CodemojexError
 from codemojex.game import Game
 
 log = logging.getLogger("codemojex.upkeep")
+
+T = TypeVar("T")
 
 
 class Upkeep:
@@ -41,10 +46,13 @@ class Upkeep:
         self.every_s = every_s
 
     async def run_pass(self) -> None:
-        loaded = await load_scripts(self.game.redis)
+        """Each step on its own: one that fails (Redis unreachable, a user without the rights, a round
+        that cannot be read) is logged, and the others still run."""
+        game = self.game
+        loaded = await self._step("scripts", load_scripts(game.redis))
         if loaded:
             log.info("loaded %s scripts into the server's cache", loaded)
-        revealed = await rounds.reveal_closed(self.game)
+        revealed = await self._step("reveals", rounds.reveal_closed(game))
         if revealed:
             log.info("revealed the secrets of closed rounds %s", ", ".join(revealed))
         await self.rounds_pass()
@@ -52,22 +60,32 @@ class Upkeep:
     async def rounds_pass(self) -> None:
         """Conclude the closed rounds, keep the schedule, purge past the retention."""
         game = self.game
-        settings = await schedule.read_settings(game)
-        concluded = await history.conclude_closed(game)
+        settings = await self._step("settings", schedule.read_settings(game))
+        concluded = await self._step("conclusions", history.conclude_closed(game))
         if concluded:
             log.info("concluded closed rounds %s", ", ".join(concluded))
-        opened = await schedule.step(game, settings)
+        if settings is None:
+            return
+        opened = await self._step("schedule", schedule.step(game, settings))
         if opened:
             log.info("the schedule opened round %s", opened)
-        purged = await retention.purge(game, retention_s=settings.retention_s)
+        purged = await self._step("retention", retention.purge(game, retention_s=settings.retention_s))
         if purged:
             log.info("purged the per-guess data of rounds %s", ", ".join(purged))
+
+    @staticmethod
+    async def _step(name: str, work: Awaitable[T]) -> T | None:
+        try:
+            return await work
+        except CodemojexError as exc:
+            log.warning("upkeep %s failed: %s", name, exc)
+            return None
 
     async def run(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
             try:
                 await self.run_pass()
-            except CodemojexError as exc:
-                log.warning("upkeep pass failed: %s", exc)
+            except Exception:
+                log.exception("upkeep pass failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), self.every_s)

@@ -124,3 +124,24 @@ async def test_turned_off_it_opens_nothing(game):
     await schedule.write_settings(game, RoundSettings(on=False))
     assert await schedule.step(game) is None
     assert await _open_ids(game) == [first]
+
+
+async def test_a_round_that_cannot_be_concluded_stops_neither_the_schedule_nor_the_other_rounds(
+    game, sync_redis
+):
+    """One round whose conclusion fails (here: its stored keyboard is unreadable) is logged and left;
+    the upkeep pass still concludes the other closed rounds and the schedule still opens its next."""
+    from codemojex.upkeep import Upkeep  # noqa: PLC0415  (the pass under test)
+
+    broken = await rounds.open_round(game, duration_s=1)
+    fine = await rounds.open_round(game, duration_s=1)
+    sync_redis.hset(game.keys.round(broken.id), "keyboard", "not json")
+    await schedule.write_settings(game, FAST)
+    upkeep = Upkeep(game, every_s=0.1)
+
+    async def concluded_and_scheduled() -> bool:
+        await upkeep.run_pass()
+        summaries = sync_redis.hkeys(game.keys.summaries)
+        return fine.id.encode() in summaries and await schedule.scheduled_round(game) is not None
+
+    await eventually(concluded_and_scheduled, what="the fine round concluded and a scheduled round")
