@@ -13,9 +13,9 @@
   player types.
 * Every debit and credit appends one ledger entry naming its currency, delta, the balance after it, its
   reason (``grant``, ``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``, ``carry``, or a
-  credit's reason), its JOB id (empty for a grant, an allowance or a reward) and, for the game's own entries, its
-  round. Replaying the ledger gives the balances: :func:`reconcile` checks it.
-* The ledger is bounded (``GameSettings.ledger_kept``, :data:`~codemojex.game.GameSettings`): an
+  credit's reason), its JOB id (empty for a grant, an allowance, a reward or a carry) and, for the
+  game's own entries, its round. Replaying the ledger gives the balances: :func:`reconcile` checks it.
+* The ledger is bounded (``GameSettings.ledger_kept``, :class:`codemojex.game.GameSettings`): an
   admission (``submit.lua``) that finds it holding that many entries or more first keeps its newest
   half, after one ``carry`` entry per currency dropped whose delta and balance are that currency's
   balance before its first kept entry (``lua/includes/ledger.lua``). Replaying from zero still gives
