@@ -18,9 +18,10 @@ from codemojex.engine import score
 from codemojex.errors import InvalidOption
 from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome
+from codemojex.keys import OPERATION
 from codemojex.payload import decode_payload
 from codemojex.score_worker import score_call
-from echomq import Bus
+from echomq import Bus, ids
 from tests.support.game import KEYBOARD, SECRET, text
 
 CAP = 12
@@ -148,3 +149,21 @@ async def test_a_caller_cannot_write_a_carry(game, player):
     held = await wallet.read_wallet(game, player.id)
     assert held.balances == {}
     assert held.ledger == ()
+
+
+async def test_operator_credits_keep_the_ledger_bounded(small, sync_redis):
+    """Credits alone (no guess at all) trim too: the ledger stays under the cap plus one entry, every
+    credit's effect is kept, and a retried credit (same operation) neither credits nor trims again."""
+    ada = await players.register(small, "Ada")
+    for number in range(1, 51):
+        await wallet.credit(small, ada.id, "coin" if number % 3 else "ticket", number, reason="prize")
+        assert sync_redis.llen(small.keys.ledger(ada.id)) <= CAP
+    held = await wallet.read_wallet(small, ada.id)
+    coins = sum(n for n in range(1, 51) if n % 3)
+    assert held.balances == {"coin": coins, "ticket": 1275 - coins}
+    assert wallet.reconcile(held) == []
+    operation = ids.mint(OPERATION)
+    await wallet.credit(small, ada.id, "coin", 7, reason="prize", operation=operation)
+    before = entries(sync_redis, small, ada.id)
+    await wallet.credit(small, ada.id, "coin", 7, reason="prize", operation=operation)
+    assert entries(sync_redis, small, ada.id) == before
