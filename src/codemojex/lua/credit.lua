@@ -24,7 +24,7 @@
     ARGV[3] reason (validated by the caller)
     ARGV[4] JOB id the credit belongs to, or ''
     ARGV[5] operation id (validated by the caller)
-    ARGV[6] the ledger's cap (GameSettings.ledger_kept, >= 2)
+    ARGV[6] the ledger's cap (GameSettings.ledger_kept, >= 10)
 
   Output:
     { 1, balance }  credited

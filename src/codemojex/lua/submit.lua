@@ -54,7 +54,7 @@
     ARGV[7] request digest (hex): the admission's identity, stored as the row's digest
     ARGV[8] round id (named in the charge's ledger entry, so a refund finds the charge whatever the payload)
     ARGV[9] the allowance's levels ('ticket=3;coin=50'; '' for none)
-    ARGV[10] the ledger's cap (GameSettings.ledger_kept, >= 2)
+    ARGV[10] the ledger's cap (GameSettings.ledger_kept, >= 10)
 
   Output:
     { 1, state, charge }  admitted and charged; charge is 'currency=amount'
