@@ -129,6 +129,9 @@ class GameSettings:
     token_lifetime_ms: int = 30 * DAY_MS  # an API token's life from its issue (codemojex.tokens)
     trial_ms: int = DAY_MS  # a player with no admitted guess this long after joining is deleted (trials)
     results_kept: int = 64  # a player's latest played rounds kept one by one for stats (player_stats)
+    # A player's ledger entries, at most (about): an admission finding this many keeps the newest half
+    # after one 'carry' entry per currency dropped (codemojex.wallet; lua/includes/ledger.lua).
+    ledger_kept: int = 1000
 
     def __post_init__(self) -> None:
         check_amounts(self.grant, what="grant")
@@ -143,6 +146,7 @@ class GameSettings:
             ("token_lifetime_ms", 100, 366 * DAY_MS),
             ("trial_ms", 100, 366 * DAY_MS),
             ("results_kept", 1, 10_000),
+            ("ledger_kept", 10, 10_000_000),
         ):
             check_int(name, getattr(self, name), low, high)
 

@@ -155,6 +155,7 @@ def submit_call(
             digest,
             round_id,
             encode_prices(game.settings.allowance),
+            game.settings.ledger_kept,
         ],
     )
 

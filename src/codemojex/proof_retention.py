@@ -21,7 +21,7 @@ at most ``limit`` rounds a pass, in bounded steps of ``batch`` keys or members:
 no ledger entry since the pass listed the rounds (decided atomically against ``submit.lua``) is deleted
 whole: record, wallet, ledger, name; their next proof call registers them again with a fresh demo grant
 (:func:`codemojex.proof.ensure_player`). A player still playing keeps their wallet, and their ledger is
-trimmed to its :data:`LEDGER_KEPT` newest entries (after a ``carried`` entry per currency, so it still
+trimmed to its :data:`LEDGER_KEPT` newest entries (after a ``carry`` entry per currency, so it still
 reconciles). A demo player never admitted is on trial and expires with it (:mod:`codemojex.trials`).
 
 So the demo game holds about the open round, the rounds closed within the grace, and the players of

@@ -12,9 +12,21 @@
   ``score.lua``, each once per (player, round). :func:`read_offer` says what they will be before the
   player types.
 * Every debit and credit appends one ledger entry naming its currency, delta, the balance after it, its
-  reason (``grant``, ``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``, or a credit's
-  reason), its JOB id (empty for a grant, an allowance or a reward) and, for the game's own entries, its
-  round. Replaying the ledger gives the balances: :func:`reconcile` checks it.
+  reason (``grant``, ``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``, ``carry``, or a
+  credit's reason), its JOB id (empty for a grant, an allowance, a reward or a carry) and, for the
+  game's own entries, its round. Replaying the ledger gives the balances: :func:`reconcile` checks it.
+* The ledger is bounded (``GameSettings.ledger_kept``, :class:`codemojex.game.GameSettings`): an
+  admission (``submit.lua``) or a :func:`credit` (``credit.lua``) that finds it holding that many
+  entries or more first keeps its newest half, after one ``carry`` entry per currency dropped whose
+  delta and balance are that currency's balance before its first kept entry
+  (``lua/includes/ledger.lua``). Replaying from zero still gives every entry's balance and the
+  wallet's balances, so :func:`reconcile` is unchanged; the balances are never touched. The bound:
+  after an admission the ledger holds fewer than ``ledger_kept`` + the allowance's currencies + 1
+  entries, after a credit at most ``ledger_kept``; in between it grows only by entries each tied to an
+  admitted guess (its reward, refund or recharge; at most ``max_queued`` guesses wait at once). A trim
+  is amortized (the next one is about ``ledger_kept / 2`` appends away); a duplicate or refused
+  submit and a retried credit never trim; a trim drops only entries whose effect a carry holds. The
+  proof's demo game trims its players' ledgers further (``retire.lua``, the same include).
 * A credit applies once per operation id (:func:`credit`), so a retried call, by the caller or by
   redis-py after a timeout, never credits twice.
 """
@@ -33,7 +45,8 @@ from echomq import ids
 
 _REASON = re.compile(r"[a-z_]{1,32}")
 # Written only by the game's scripts (a caller writing one could forge a refill the invariants count).
-_RESERVED = frozenset({"guess", "refund", "recharge", "allowance", "reward"})
+# ``carry`` heads a trimmed ledger (``carried``: its name in ledgers the proof's retention trimmed before).
+_RESERVED = frozenset({"guess", "refund", "recharge", "allowance", "reward", "carry", "carried"})
 MAX_LEDGER = 10_000
 
 
@@ -113,7 +126,8 @@ async def credit(
     operation: str | None = None,
 ) -> int:
     """Add ``amount`` of ``currency`` (a prize, a top-up, a grant); the balance after it. The reasons of
-    the game's own entries (``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``) are refused:
+    the game's own entries (``guess``, ``refund``, ``recharge``, ``allowance``, ``reward``, ``carry``)
+    are refused:
     a dead guess's refund is :func:`codemojex.refunds.refund`, once; the economy's credits are the
     scripts' own (:mod:`codemojex.economy`).
 
@@ -135,7 +149,7 @@ async def credit(
     reply = await game.run(
         "credit",
         [keys.player(player_id), keys.wallet(player_id), keys.ledger(player_id), keys.credits(player_id)],
-        [currency, amount, reason, job, op],
+        [currency, amount, reason, job, op, game.settings.ledger_kept],
     )
     if int(reply[0]) == -1:
         raise UnknownPlayer(f"no player {player_id}")

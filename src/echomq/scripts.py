@@ -11,8 +11,10 @@ it, and a unit test checks it against each script's header. :data:`ECHOMQ` is Ec
 Includes
 ========
 A line ``-- @include "<name>"`` in a script is replaced by ``echomq/lua/includes/<name>.lua`` when the
-script is read (as BullMQ's scripts include their shared parts). The includes define ``local function``
-helpers that take keys and values as parameters and never read ``KEYS`` or ``ARGV``:
+script is read (as BullMQ's scripts include their shared parts); a script of another package's
+:class:`Library` may also include that package's own ``lua/includes/<name>.lua``, looked up first
+(codemojex's ``ledger``). The includes define ``local function`` helpers that take keys and values as
+parameters and never read ``KEYS`` or ``ARGV``:
 
 * ``admit``: ``admission_of(jobKey, statsKey, lane, digest)`` (the reply for an id that has a row, or
   nil) and ``admit_new(...)`` (write a new row on its lane), the two halves of ``enqueue.lua``;
@@ -70,21 +72,24 @@ def _read(package: str, *parts: str) -> str:
     return resources.files(package).joinpath("lua", *parts).read_text(encoding="utf-8")
 
 
-def include(name: str) -> str:
-    """The text of ``echomq/lua/includes/<name>.lua``, its own includes expanded."""
+def include(name: str, package: str = "echomq") -> str:
+    """The text of ``<package>/lua/includes/<name>.lua`` (``package``'s own include), else of
+    ``echomq/lua/includes/<name>.lua``, its own includes expanded."""
     if not re.fullmatch(r"[a-z_]+", name):
         raise KeyError(f"no include named {name!r}")
-    try:
-        text = _read("echomq", "includes", f"{name}.lua")
-    except FileNotFoundError:
-        raise KeyError(f"no include named {name!r}") from None
-    return _expand(text)
+    for owner in dict.fromkeys((package, "echomq")):
+        try:
+            text = _read(owner, "includes", f"{name}.lua")
+        except FileNotFoundError:
+            continue
+        return _expand(text, owner)
+    raise KeyError(f"no include named {name!r}")
 
 
-def _expand(text: str) -> str:
+def _expand(text: str, package: str = "echomq") -> str:
     """``text`` with each ``-- @include`` line replaced by that include (an include may include another;
     none includes itself, directly or not, so this ends)."""
-    return _INCLUDE.sub(lambda match: include(match.group(1)).rstrip("\n"), text)
+    return _INCLUDE.sub(lambda match: include(match.group(1), package).rstrip("\n"), text)
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class Library:
         """The text of ``lua/<name>.lua`` with its includes expanded."""
         if name not in self.counts:
             raise KeyError(f"no script named {name!r} in {self.package}")
-        return _expand(_read(self.package, f"{name}.lua"))
+        return _expand(_read(self.package, f"{name}.lua"), self.package)
 
 
 ECHOMQ = Library("echomq", KEY_COUNTS)

@@ -249,7 +249,7 @@ async def test_demo_keys_stay_bounded_over_many_rounds_and_the_real_game_is_unto
             assert (await wallet.read_wallet(demo, once)).balances == {"proof": 1_000_000 - 1}
         kept = await wallet.read_wallet(demo, steady[0])
         assert kept.balances == {"proof": 1_000_000 - 3 * 6}
-        assert len(kept.ledger) == 4 + 1  # the newest 4 and one carried entry
+        assert len(kept.ledger) == 4 + 1  # the newest 4 and one carry entry
         assert wallet.reconcile(kept) == []
     assert counts[0] > 0
     assert len(set(counts[1:])) == 1, counts  # flat: one round's keys and two players', whatever the rounds

@@ -1,7 +1,7 @@
 """The Lua scripts keep their written contracts: each header declares what the body and the caller use.
 
 Both libraries are held to it: EchoMQ's own scripts and the game's (codemojex), which include EchoMQ's
-admission and finish helpers.
+admission and finish helpers and their own (the ledger's bound).
 """
 
 from __future__ import annotations
@@ -77,6 +77,19 @@ def test_includes_are_expanded_and_unknown_ones_refused():
     for bad in ("nope", "../claim", "Admit"):
         with pytest.raises(KeyError):
             _scripts.include(bad)
+
+
+def test_a_package_includes_its_own_includes_and_only_its_own():
+    """codemojex's scripts include its lua/includes/ledger.lua (the ledger's one trim) besides EchoMQ's;
+    EchoMQ's own lookup does not see another package's includes."""
+    for name in ("submit", "credit", "retire"):
+        assert GAME.source(name).count("local function carry_ledger") == 1
+    assert "local function admit_new" in GAME.source("submit")
+    assert "local function carry_ledger" in _scripts.include("ledger", "codemojex")
+    with pytest.raises(KeyError):
+        _scripts.include("ledger")
+    with pytest.raises(KeyError):
+        _scripts.include("nope", "codemojex")
 
 
 def test_source_refuses_an_unregistered_name():

@@ -14,6 +14,8 @@ promise at once instead of stopping at the first:
   refunded at most once and only when dead (given the rows: a refunded job is dead now, or was retried
   and then recharged and scored, or completed unpaid), recharged at most once and only after its
   refund: its net charge is its price when it is scored and nothing when it is refunded and unscored.
+  A ledger trimmed to its bound (headed by ``carry`` entries, :mod:`codemojex.wallet`) is checked so for
+  the jobs whose charge it kept; one trimmed away is not missing.
 * :func:`economy`: the economy's credits (:mod:`codemojex.economy`) of the round: at most one
   ``allowance`` entry per currency per player, only with the round's marker, naming a job the player had
   admitted, and each raising its balance exactly to the allowance's level (topped up, never added); at
@@ -174,21 +176,33 @@ def wallets(
         wallet = _wallet(client, keys, player)
         problems += [f"{player}: {problem}" for problem in reconcile(wallet)]
         charged = Counter(entry.job for entry in wallet.ledger if entry.reason == "guess")
+        # A trimmed ledger (headed by a carry) holds a job's entries whole from its charge on (a refund,
+        # a recharge come after it): a job with no charge kept is trimmed away, not missing.
+        trimmed = any(entry.reason in ("carry", "carried") for entry in wallet.ledger)
         problems += [f"{job} was charged {n} times" for job, n in charged.items() if n != 1]
-        problems += [f"{job} was admitted but never charged" for job in admitted if job not in charged]
+        if not trimmed:
+            problems += [f"{job} was admitted but never charged" for job in admitted if job not in charged]
         problems += [f"{job} was charged but is not admitted" for job in charged if job not in admitted]
-        problems += _refunds(wallet, state, rows)
+        problems += _refunds(wallet, state, rows, set(charged) if trimmed else None)
     return problems
 
 
-def _refunds(wallet: Wallet, state: GameState, rows: dict[str, dict[str, str]] | None) -> list[str]:
+def _refunds(
+    wallet: Wallet,
+    state: GameState,
+    rows: dict[str, dict[str, str]] | None,
+    kept: set[str] | None = None,
+) -> list[str]:
     """Refunded at most once and only when dead; recharged at most once, only after a refund; a scored
-    guess nets its price, a refunded unscored one nothing."""
+    guess nets its price, a refunded unscored one nothing. ``kept``: of a trimmed ledger, the jobs whose
+    charge it kept (the others' entries may be trimmed away)."""
     problems = []
     net: Counter[str] = Counter()
     refunded: Counter[str] = Counter()
     recharged: Counter[str] = Counter()
     for entry in wallet.ledger:
+        if kept is not None and entry.job not in kept:
+            continue
         if entry.reason in ("guess", "refund", "recharge"):
             net[entry.job] -= entry.delta
         if entry.reason == "refund":
@@ -211,7 +225,7 @@ def _refunds(wallet: Wallet, state: GameState, rows: dict[str, dict[str, str]] |
     problems += [
         f"{record.job} was scored for a net charge of {net[record.job]}"
         for record in state.records.values()
-        if record.player == wallet.player and net[record.job] <= 0
+        if record.player == wallet.player and net[record.job] <= 0 and (kept is None or record.job in kept)
     ]
     return problems
 

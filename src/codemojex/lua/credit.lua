@@ -9,6 +9,10 @@
   lost reply: redis-py's clients retry a command after a timeout or a dropped connection) credits once
   and answers the second time with the balance the first produced.
 
+  The ledger's bound (lua/includes/ledger.lua): a credit that finds the ledger holding ARGV[6] entries or
+  more first keeps its newest half, after one 'carry' entry per currency dropped (replay from zero still
+  gives every balance). A call run again answers from the credits hash before this point: no second trim.
+
   Input:
     KEYS[1] player  (hash)  cmx:{t}:player:<PLR>
     KEYS[2] wallet  (hash)  currency -> balance
@@ -20,6 +24,7 @@
     ARGV[3] reason (validated by the caller)
     ARGV[4] JOB id the credit belongs to, or ''
     ARGV[5] operation id (validated by the caller)
+    ARGV[6] the ledger's cap (GameSettings.ledger_kept, >= 10)
 
   Output:
     { 1, balance }  credited
@@ -29,6 +34,9 @@
 ]]
 local playerKey, walletKey, ledgerKey, creditsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local currency, amount, reason, jobId, operation = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local ledgerCap = tonumber(ARGV[6])
+
+-- @include "ledger"
 
 if redis.call('EXISTS', playerKey) == 0 then return {-1, ''} end
 local done = redis.call('HGET', creditsKey, operation)
@@ -39,6 +47,7 @@ if done then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+bound_ledger(ledgerKey, ledgerCap)
 local balance = redis.call('HINCRBY', walletKey, currency, amount)
 redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = currency, delta = amount,
   balance = balance, reason = reason, job = jobId, op = operation}))

@@ -9,9 +9,9 @@
   is older than ARGV[2], so a guess admitted since the listing (in any round, one opened meanwhile
   included) keeps them. Idle: the record, wallet, ledger, credits, the name's reservation and the players
   and trial entries go in one step, as expire.lua does (the next proof call registers them again, with a
-  fresh demo grant). Not idle: the ledger keeps its ARGV[3] newest entries, preceded by one 'carried'
+  fresh demo grant). Not idle: the ledger keeps its ARGV[3] newest entries, preceded by one 'carry'
   entry per currency dropped (delta and balance: that currency's balance before the kept entries), so a
-  replay from zero still gives every balance (codemojex.wallet.reconcile).
+  replay from zero still gives every balance (codemojex.wallet.reconcile; lua/includes/ledger.lua).
 
   Input:
     KEYS[1] player  (hash)   cmx:{t}:player:<PLR>
@@ -35,6 +35,8 @@ local playerKey, walletKey, ledgerKey, creditsKey, playersKey, trialKey, namesKe
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local playerId, idleBefore, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
+-- @include "ledger"
+
 if redis.call('EXISTS', playerKey) == 0 then return {-1, 0} end
 local newest = redis.call('LINDEX', ledgerKey, -1)
 local at = 0
@@ -48,23 +50,4 @@ if at < idleBefore then
   return {1, 0}
 end
 
-local total = redis.call('LLEN', ledgerKey)
-local dropped = total - kept
-if dropped <= 0 then return {2, 0} end
--- Each currency's balance after the last dropped entry of it, in the order first met (newest first).
-local carried, order, lastAt = {}, {}, 0
-local entries = redis.call('LRANGE', ledgerKey, 0, dropped - 1)
-for i = #entries, 1, -1 do
-  local entry = cjson.decode(entries[i])
-  if i == #entries then lastAt = entry.at end
-  if carried[entry.currency] == nil then
-    carried[entry.currency] = entry.balance
-    order[#order + 1] = entry.currency
-  end
-end
-redis.call('LTRIM', ledgerKey, dropped, -1)
-for _, currency in ipairs(order) do
-  redis.call('LPUSH', ledgerKey, cjson.encode({at = lastAt, currency = currency, delta = carried[currency],
-    balance = carried[currency], reason = 'carried', job = ''}))
-end
-return {2, dropped}
+return {2, carry_ledger(ledgerKey, kept)}

@@ -20,6 +20,11 @@
   the allowance is taken once per (player, round): a retry is a duplicate before this point, concurrent
   first guesses are serialized and the second finds the marker, and a refusal takes nothing.
 
+  The ledger's bound (lua/includes/ledger.lua, codemojex.wallet): an admission that finds the ledger
+  holding ARGV[10] entries or more first keeps its newest half, after one 'carry' entry per currency
+  dropped, so replaying it from zero still gives every balance; then appends. A duplicate or a refusal
+  never trims (it returns before), and a trim drops only entries whose effect a carry holds.
+
   Input:
     KEYS[1]  job       (hash)   emq:{t}:job:<JOB>
     KEYS[2]  lane      (zset)   emq:{t}:lane:<PLR>, the player's lane
@@ -49,6 +54,7 @@
     ARGV[7] request digest (hex): the admission's identity, stored as the row's digest
     ARGV[8] round id (named in the charge's ledger entry, so a refund finds the charge whatever the payload)
     ARGV[9] the allowance's levels ('ticket=3;coin=50'; '' for none)
+    ARGV[10] the ledger's cap (GameSettings.ledger_kept, >= 10)
 
   Output:
     { 1, state, charge }  admitted and charged; charge is 'currency=amount'
@@ -72,9 +78,10 @@ local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
 local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local digest, roundId = ARGV[7], ARGV[8]
 local guessKey, trialKey, allowancesKey = KEYS[16], KEYS[17], KEYS[18]
-local allowance = ARGV[9]
+local allowance, ledgerCap = ARGV[9], tonumber(ARGV[10])
 
 -- @include "admit"
+-- @include "ledger"
 
 local existing = admission_of(jobKey, statsKey, playerId, digest)
 if existing then
@@ -134,6 +141,7 @@ if not currency then return {-3, 'insufficient_funds'} end
 
 local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
   jobId, playerId, payload, digest, maxAttempts, 0, 0, wakeCap)
+bound_ledger(ledgerKey, ledgerCap)  -- before this admission's entries (allowance, charge) are appended
 -- economy: take the round's allowance (begin) ------------------------------------------------------
 if allowance ~= '' and redis.call('HSETNX', allowancesKey, playerId, jobId) == 1 then
   for _, credit in ipairs(topUp) do
