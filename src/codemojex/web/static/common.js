@@ -1,68 +1,18 @@
-// Codemojex: helpers shared by the three pages (Play, Proof, Dashboard).
+// Codemojex: helpers shared by the pages (Play, History, Proof, Dashboard).
 //
-// - api(): fetch JSON from the HTTP API (docs/http-api.md), throwing ApiError on a refusal;
 // - the player session in localStorage (cmx.token, cmx.player_id, cmx.name, cmx.token_expires_ms,
 //   cmx.token_life_ms) and join(), renewToken() (rotate a token past half its life) and logout();
 // - small DOM builders (el, clear) so server text only ever lands in textContent;
-// - feedback marks (hit / near / miss → ✓ / ↔ / ✕ on green / yellow / grey), friendly error texts, time formatting.
+// - feedback marks (hit / near / miss → ✓ / ↔ / ✕ on green / yellow / grey), short ids.
+// It re-exports the parts kept in modules of their own, so a page imports them all from here:
+// api.js (api(), ApiError, isRetryable), friendly_errors.js (friendlyError), time.js (clock and
+// duration texts, serverClock, every). Those import only api.js, never this module.
 
-/** An error answered by the API (or a network failure, status 0, code "network"). */
-export class ApiError extends Error {
-  constructor(message, { status = 0, code = "network", problem = null, body = null } = {}) {
-    super(message);
-    this.name = "ApiError";
-    this.status = status;
-    this.code = code;
-    this.problem = problem;
-    this.body = body;
-  }
-}
+import { api, ApiError, isRetryable } from "/static/api.js";
 
-/** True when the call's effect is unknown and it may be retried with the same Idempotency-Key. */
-export function isRetryable(err) {
-  return err instanceof ApiError && (err.status === 0 || err.code === "unavailable");
-}
-
-async function readJson(response) {
-  const text = await response.text();
-  if (!text) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-function errorFrom(response, body) {
-  const shape = body && typeof body === "object" && body.error && typeof body.error === "object" ? body.error : null;
-  const code = (shape && shape.code) || `http_${response.status}`;
-  const message = (shape && shape.message) || response.statusText || `HTTP ${response.status}`;
-  const problem = (shape && shape.problem) || (body && body.problem) || null;
-  return new ApiError(message, { status: response.status, code, problem, body });
-}
-
-/**
- * Call the API: api("POST", "/api/players", {body: {name}}) → the parsed JSON (null when empty).
- * `token` sends `Authorization: Bearer <token>`; `headers` adds more. Throws ApiError.
- */
-export async function api(method, path, { body, token, headers, signal } = {}) {
-  const init = { method, headers: { Accept: "application/json", ...(headers || {}) }, signal, cache: "no-store" };
-  if (token) init.headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  let response;
-  try {
-    response = await fetch(path, init);
-  } catch (cause) {
-    if (cause && cause.name === "AbortError") throw cause;
-    throw new ApiError("the server could not be reached", { status: 0, code: "network" });
-  }
-  const parsed = await readJson(response);
-  if (!response.ok) throw errorFrom(response, parsed);
-  return parsed;
-}
+export { api, ApiError, isRetryable } from "/static/api.js";
+export { friendlyError } from "/static/friendly_errors.js";
+export { formatClock, formatClockMs, formatDuration, formatRelative, serverClock, every } from "/static/time.js";
 
 // ---------------------------------------------------------------------------------------------
 // The player session
@@ -278,164 +228,8 @@ export function countsText(hits, nears) {
   return `🟩×${hits ?? 0} 🟨×${nears ?? 0}`;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Friendly error texts, one per code of the contract
-
-const FRIENDLY = {
-  invalid_guess: "That is not six keys of this round's keyboard.",
-  invalid_id: "That id is not well formed.",
-  invalid_option: "That option is not valid.",
-  invalid_name: "Pick a name of 1 to 32 visible characters.",
-  invalid_input: "That input is not valid.",
-  not_proven: "Only a position one of your scored guesses proved a hit can be locked.",
-  unauthorized: "Your session has ended (expired or logged out): join again.",
-  name_taken: "That name (or one that looks the same) is taken.",
-  insufficient_funds: "You cannot pay for another guess: no tickets or coins left.",
-  forbidden: "Not allowed: this needs the operator token (or the proof is off).",
-  unknown_round: "That round does not exist.",
-  unknown_job: "That job does not exist (or is not yours).",
-  unknown_player: "That player does not exist.",
-  no_open_round: "No round is open right now. Waiting for the next one…",
-  not_found: "Not found.",
-  round_closed: "This round is closed: no more guesses.",
-  round_not_open: "This round has not opened yet.",
-  already_solved: "You already cracked this code!",
-  max_guesses: "You have used every guess this round allows.",
-  idempotency_conflict: "That retry key was already used for a different guess.",
-  body_too_large: "That request is too large.",
-  trimmed: "That job is past its retention: only a tombstone is left.",
-  malformed_body: "The request was not understood.",
-  too_many_queued: "Slow down: you already have the most guesses waiting to be scored.",
-  unavailable: "The game store is unreachable; the effect is unknown. Retry: it will not be charged twice.",
-  network: "The server could not be reached. Retry: it will not be charged twice.",
-};
-
-const PROBLEMS = {
-  wrong_length: "a guess is exactly six emoji",
-  off_keyboard: "use only the keys on this round's keyboard",
-  blank: "fill every position that is not locked",
-  whitespace: "no spaces in a guess",
-  control: "no control characters in a guess",
-  too_long: "that guess is far too long",
-  empty: "the guess is empty",
-};
-
-// generic codes: the server's own message says more than the friendly text
-const WITH_DETAIL = new Set(["invalid_input", "invalid_option", "invalid_id", "malformed_body", "not_found"]);
-
-/** A player-facing text for an error (an ApiError or anything thrown). */
-export function friendlyError(err) {
-  if (!(err instanceof ApiError)) return `Something went wrong: ${err && err.message ? err.message : err}`;
-  const base = FRIENDLY[err.code] || err.message || `Error ${err.status}`;
-  if (err.code === "invalid_guess" && err.problem) {
-    return `${base} (${PROBLEMS[err.problem] || String(err.problem).replace(/_/g, " ")})`;
-  }
-  if (err.code === "name_taken" || err.code === "invalid_name") {
-    // the server says what is wrong with this name (too long, a look-alike of whose name, ...)
-    const text = err.message && !err.message.startsWith("HTTP") ? err.message.replace(/\.$/, "") : "";
-    const said = text ? `${text[0].toUpperCase()}${text.slice(1)}.` : base;
-    const suggestion = err.body && err.body.error && err.body.error.suggestion;
-    return suggestion ? `${said} “${suggestion}” is free (filled in for you).` : said;
-  }
-  if (WITH_DETAIL.has(err.code) && err.message && err.message !== base) return `${base.replace(/\.$/, "")}: ${err.message}`;
-  return base;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Time formatting
-
-const pad = (n) => String(n).padStart(2, "0");
-
-/** "14:03:07" (local time) for an epoch ms. */
-export function formatClock(ms) {
-  if (ms === null || ms === undefined) return "–";
-  const d = new Date(ms);
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-
-/** "14:03:07.250" for a log line. */
-export function formatClockMs(ms) {
-  const d = new Date(ms);
-  return `${formatClock(ms)}.${String(d.getMilliseconds()).padStart(3, "0")}`;
-}
-
-/** A duration: "3.2 s", "4 min 05 s", "2 h 03 min". */
-export function formatDuration(ms) {
-  const abs = Math.abs(ms);
-  if (abs < 60_000) return `${(abs / 1000).toFixed(1)} s`;
-  const s = Math.floor(abs / 1000);
-  if (s < 3600) return `${Math.floor(s / 60)} min ${pad(s % 60)} s`;
-  return `${Math.floor(s / 3600)} h ${pad(Math.floor((s % 3600) / 60))} min`;
-}
-
-/** "in 3.2 s" / "3.2 s ago" for a target time relative to now (both in ms, the same clock). */
-export function formatRelative(targetMs, nowMs) {
-  if (targetMs === null || targetMs === undefined) return "–";
-  const delta = targetMs - nowMs;
-  return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(delta)} ago`;
-}
-
 /** The short form of a branded id for narrow places: "JOB…X7K2QZ" (the full id goes in title). */
 export function shortId(id) {
   const text = String(id || "");
   return text.length > 12 ? `${text.slice(0, 3)}…${text.slice(-6)}` : text;
-}
-
-/** Estimate the server clock from a server_ms reading: server_ms + time elapsed since it was read. */
-export function serverClock() {
-  let offset = 0;
-  return {
-    update(serverMs) {
-      if (typeof serverMs === "number") offset = serverMs - Date.now();
-    },
-    now() {
-      return Date.now() + offset;
-    },
-  };
-}
-
-/**
- * A repeating timer: every(ms, fn) runs fn, waits ms after it settles, runs it again.
- * Returns {stop(), set(ms), now()}: set re-aims the delay, now() runs fn soon (never two runs at once).
- */
-export function every(ms, fn) {
-  let delay = ms;
-  let handle = null;
-  let running = false;
-  let stopped = false;
-  const schedule = (wait) => {
-    clearTimeout(handle);
-    if (!stopped && !running) handle = setTimeout(tick, wait);
-  };
-  const tick = async () => {
-    if (stopped || running) return;
-    running = true;
-    try {
-      await fn();
-    } catch (err) {
-      // an ApiError is the page's to show (and a refused call already is); anything else is a bug
-      if (!(err instanceof ApiError)) console.error(err);
-    } finally {
-      running = false;
-    }
-    schedule(delay);
-  };
-  schedule(delay);
-  return {
-    stop() {
-      stopped = true;
-      clearTimeout(handle);
-    },
-    set(next) {
-      if (next === delay) return;
-      delay = next;
-      schedule(delay);
-    },
-    now() {
-      schedule(0);
-    },
-    get delay() {
-      return delay;
-    },
-  };
 }

@@ -1,4 +1,4 @@
-// Codemojex · the play page's lobby and winner announcement (an ES module play.js imports).
+// Codemojex · the play page's lobby and winner announcement (an ES module play.js and round.js import).
 //
 // The lobby lists every open round (GET /api/lobby) with a countdown to its close on the server's clock,
 // and the next round to open; a click switches the page to that round (its guesses, board, events). The

@@ -8,15 +8,19 @@
 // Three actions try to break exactly-once: resubmit the same job (a duplicate, nothing charged), crash the
 // worker after the effect and before the acknowledgement (the lease expires, the sweep returns the job, the
 // re-claim under token 2 is a no-op), and a stale finisher (refused). The scored count must stay 1.
+//
+// This module keeps the state, the calls, the polling and the wiring; the parts are proof_view.js
+// (timeline, job picker, job panel, buttons), proof_steps.js (the crash narration) and
+// proof_actions.js (the three actions), each given the state, the page's elements and callbacks here.
 
 import {
-  api, ApiError, getSession, clearSession, join, randomLetters,
-  el, clear, setText, byTestId, showMessage, friendlyError,
-  formatClockMs, formatDuration, formatRelative, shortId, every,
+  api, ApiError, getSession, clearSession, join, randomLetters, setText, byTestId, friendlyError, shortId, every,
 } from "/static/common.js";
+import { createTimeline, renderPick, renderJob, renderDeadline, renderButtons } from "/static/proof_view.js";
+import { createNarration } from "/static/proof_steps.js";
+import { createActions } from "/static/proof_actions.js";
 
 const FINAL = new Set(["done", "dead"]);
-const STEPS = ["submitted", "claimed", "effect", "killed", "lease", "swept", "reclaimed", "noop"];
 const FAST_MS = 300;
 const SLOW_MS = 2000;
 
@@ -66,22 +70,12 @@ const state = {
 
 let jobTimer = null;
 
-// ---------------------------------------------------------------------------------------------
-// The timeline
-
-function log(text, kind = "info") {
-  const nearBottom = ui.log.scrollHeight - ui.log.scrollTop - ui.log.clientHeight < 40;
-  const now = Date.now();
-  ui.log.append(el("li", { dataset: { kind } },
-    el("time", { datetime: new Date(now).toISOString() }, formatClockMs(now)),
-    el("span", {}, text)));
-  if (nearBottom) ui.log.scrollTop = ui.log.scrollHeight;
-}
-
-function report(text, kind = "ok") {
-  showMessage(ui.message, text, kind === "error" ? "error" : kind === "warn" ? "warn" : "ok");
-  log(text, kind);
-}
+const { log, report } = createTimeline(ui);
+const { resetSteps, markStep, narrate } = createNarration({ state, ui, log });
+const actions = createActions({
+  state, ui, call: (...args) => call(...args), log, report, pick: (jobId, why) => pick(jobId, why), markStep,
+  moving: () => moving(), refreshJobs: () => refreshJobs(),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Session and calls
@@ -134,7 +128,7 @@ async function onRejoin() {
   state.jobs = [];
   try {
     await ensureSession();
-    renderPick();
+    renderPick(ui, state);
     await refreshJobs();
   } catch (err) {
     report(friendlyError(err), "error");
@@ -147,13 +141,13 @@ async function onRejoin() {
 function setEnabled(enabled) {
   state.enabled = enabled;
   ui.off.hidden = enabled !== false;
-  renderButtons();
+  renderButtons(ui, state);
 }
 
 function setCrashEnabled(enabled) {
   state.crashEnabled = enabled;
   ui.crashOff.hidden = enabled !== false || state.enabled === false;
-  renderButtons();
+  renderButtons(ui, state);
 }
 
 async function refreshProof() {
@@ -194,30 +188,7 @@ async function refreshJobs() {
   if (state.enabled === false) return;
   const data = await call("GET", "/api/proof/jobs");
   state.jobs = [...(data.guesses || [])].reverse();
-  renderPick();
-}
-
-function optionLabel(g) {
-  const guess = (g.guess || []).join("");
-  return `${shortId(g.job_id)} · ${g.state}${g.attempt ? ` · #${g.attempt}` : ""} · ${guess}`;
-}
-
-function renderPick() {
-  const ids = state.jobs.map((g) => g.job_id);
-  if (state.picked && !ids.includes(state.picked)) ids.unshift(state.picked);
-  const wanted = ["", ...ids].join(",");
-  const labels = new Map(state.jobs.map((g) => [g.job_id, optionLabel(g)]));
-  if (ui.pick.dataset.ids !== wanted) {
-    clear(ui.pick);
-    ui.pick.append(el("option", { value: "" }, ids.length ? "(pick a job)" : "(no jobs yet: submit one)"));
-    ids.forEach((id) => ui.pick.append(el("option", { value: id }, labels.get(id) || shortId(id))));
-    ui.pick.dataset.ids = wanted;
-  } else {
-    [...ui.pick.options].forEach((option) => {
-      if (option.value && labels.has(option.value)) setText(option, labels.get(option.value));
-    });
-  }
-  ui.pick.value = state.picked || "";
+  renderPick(ui, state);
 }
 
 function pick(jobId, why) {
@@ -226,9 +197,9 @@ function pick(jobId, why) {
   state.job = null;
   if (!state.crash || state.crash.job !== jobId) resetSteps();
   log(`picked ${jobId}${why ? ` (${why})` : ""}`);
-  renderPick();
-  renderJob();
-  renderButtons();
+  renderPick(ui, state);
+  renderJob(ui, state);
+  renderButtons(ui, state);
   moving();
 }
 
@@ -279,7 +250,7 @@ function observeJob(job) {
     logChanges(before, job);
   }
   if (state.crash && state.crash.job === job.job_id) narrate(before, job);
-  renderJob();
+  renderJob(ui, state);
 }
 
 function logChanges(before, job) {
@@ -291,194 +262,14 @@ function logChanges(before, job) {
   }
 }
 
-function renderJob() {
-  const job = state.job;
-  setText(ui.jobId, state.picked || "–");
-  setText(ui.jobState, job ? job.state : "–");
-  ui.jobState.dataset.state = job ? job.state : "none";
-  setText(ui.jobLocation, job ? job.location || "–" : "–");
-  setText(ui.jobToken, job ? job.attempts ?? "–" : "–");
-  setText(ui.jobTries, job ? `${job.tries ?? "–"}${job.max_attempts ? ` of ${job.max_attempts}` : ""}` : "–");
-  setText(ui.scored, job ? String(job.scored_count ?? 0) : "–");
-  ui.countBox.dataset.bad = job && job.scored_count > 1 ? "1" : "0";
-  renderDeadline();
-}
-
-function renderDeadline() {
-  const job = state.job;
-  if (!job || job.state !== "active" || !job.deadline_ms) {
-    setText(ui.jobDeadline, "–");
-    return;
-  }
-  const now = job.server_ms + (Date.now() - job.received);
-  const left = job.deadline_ms - now;
-  setText(ui.jobDeadline, left >= 0 ? formatRelative(job.deadline_ms, now) : `passed ${formatDuration(left)} ago: the sweep will return it`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The crash narration
-
-function resetSteps() {
-  state.crash = null;
-  ui.steps.querySelectorAll("li").forEach((li) => {
-    li.dataset.done = "0";
-    li.dataset.current = "0";
-  });
-  setText(ui.stepsNote, "Press “Crash the worker mid-job” to watch it happen.");
-}
-
-/** Mark a step done, and every step before it (a later step proves the earlier ones happened). */
-function markStep(step) {
-  if (!state.crash) return;
-  const upto = STEPS.indexOf(step);
-  STEPS.slice(0, upto + 1).forEach((s) => {
-    if (state.crash.done.has(s)) return;
-    state.crash.done.add(s);
-    if (s !== step) log(`(${stepText(s)}: inferred from the later step)`, "info");
-  });
-  renderSteps();
-}
-
-function stepText(step) {
-  const li = ui.steps.querySelector(`[data-step="${step}"]`);
-  return li ? li.textContent.replace(/\.$/, "").toLowerCase() : step;
-}
-
-function renderSteps() {
-  const done = state.crash ? state.crash.done : new Set();
-  const current = STEPS.find((s) => !done.has(s));
-  ui.steps.querySelectorAll("li").forEach((li) => {
-    li.dataset.done = done.has(li.dataset.step) ? "1" : "0";
-    li.dataset.current = state.crash && li.dataset.step === current ? "1" : "0";
-  });
-}
-
-function narrate(before, job) {
-  const crash = state.crash;
-  const had = (s) => crash.done.has(s);
-  if (job.attempts >= 1 && !had("claimed")) narrateOnce("claimed", `claimed: ${job.location} under attempts token ${job.attempts}`);
-  if (job.scored_count >= 1 && !had("effect")) narrateOnce("effect", `the effect is written: scored count ${job.scored_count} (not acknowledged yet)`);
-  if (job.attempts >= 2 && !had("killed")) narrateOnce("killed", "the first worker must have died: the job was claimed again");
-  if (had("killed") && job.state === "active" && job.attempts === 1 && !had("lease")) {
-    narrateOnce("lease", `the dead worker's job sits in ${job.location} until its lease deadline (${formatRelative(job.deadline_ms, job.server_ms)})`);
-  }
-  const returned = (job.state === "queued" || job.state === "delayed") && had("claimed");
-  if ((returned || job.attempts >= 2) && !had("swept")) narrateOnce("swept", returned
-      ? `the sweep returned the job to its lane (${job.location})`
-      : "the sweep returned the job to its lane (and it was claimed again between two polls)");
-  if (job.attempts >= 2 && !had("reclaimed")) narrateOnce("reclaimed", `re-claimed under attempts token ${job.attempts}`);
-  if (job.state === "done" && job.attempts >= 2 && !had("noop")) finishNarration(job);
-  else if (job.state === "done" && job.attempts < 2 && !had("noop")) setText(ui.stepsNote, "It finished without a crash: was the job marked? (see the timeline)");
-  else if (job.state === "dead") setText(ui.stepsNote, `The job is dead: ${job.error || "see the Dashboard"}`);
-}
-
-function narrateOnce(step, text) {
-  markStep(step);
-  log(text, step === "killed" ? "worker" : "info");
-}
-
-function finishNarration(job) {
-  markStep("noop");
-  const ok = job.scored_count === 1;
-  log(`done: the redelivery ran as a no-op; scored count ${job.scored_count}${ok ? ": exactly once in effect" : " (expected 1!)"}`, ok ? "ok" : "error");
-  setText(ui.stepsNote, ok ? "Delivered twice, scored once." : `Scored ${job.scored_count} times: the proof failed.`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Actions
-
-function renderButtons() {
-  const off = state.enabled === false || state.busy;
-  ui.newJob.disabled = off;
-  ui.crash.disabled = off || state.crashEnabled === false;
-  ui.resubmit.disabled = off || !state.picked;
-  ui.stale.disabled = off || !state.picked;
-}
-
-async function act(label, fn) {
-  if (state.busy) return;
-  state.busy = true;
-  renderButtons();
-  log(label, "action");
-  try {
-    await fn();
-  } catch (err) {
-    report(friendlyError(err), "error");
-  } finally {
-    state.busy = false;
-    renderButtons();
-    moving();
-    refreshJobs().catch(() => {});
-  }
-}
-
-const chargedText = (charged) => (charged ? `${charged.amount} ${charged.currency}${charged.amount === 1 ? "" : "s"}` : "nothing");
-
-function onNew() {
-  act("submit a new guess job", async () => {
-    const result = await call("POST", "/api/proof/jobs", { body: { crash: false } });
-    report(`${result.status}: ${result.job_id}, charged ${chargedText(result.charged)}, guess ${(result.guess || []).join("")}`);
-    pick(result.job_id, "new");
-  });
-}
-
-async function balances() {
-  try {
-    const mine = await call("GET", "/api/proof/jobs");
-    return mine.balances || {};
-  } catch {
-    return null;
-  }
-}
-
-const balancesText = (b) => Object.entries(b).map(([c, n]) => `${n} ${c}`).join(", ");
-
-function onResubmit() {
-  const id = state.picked;
-  act(`resubmit ${shortId(id)}`, async () => {
-    const before = await balances();
-    const result = await call("POST", `/api/proof/jobs/${encodeURIComponent(id)}/resubmit`);
-    const after = await balances();
-    const same = result.job_id === id;
-    const unchanged = before && after && balancesText(before) === balancesText(after);
-    if (result.status === "duplicate" && same) report("duplicate: nothing charged, same job");
-    else report(`unexpected: ${result.status} for ${result.job_id}`, "error");
-    if (before && after) log(`wallet ${balancesText(before)} → ${balancesText(after)}${unchanged ? " (unchanged)" : ""}`, unchanged ? "ok" : "error");
-  });
-}
-
-function onCrash() {
-  act("submit a new guess job marked to crash the worker", async () => {
-    const worker = state.worker || {};
-    const result = await call("POST", "/api/proof/jobs", { body: { crash: true } });
-    report(`${result.status}: ${result.job_id} is marked: its worker will write the effect, then die by SIGKILL before acknowledging`, "warn");
-    state.crash = { job: result.job_id, instance: worker.instance, done: new Set() };
-    pick(result.job_id, "marked for the crash");
-    markStep("submitted");
-    setText(ui.stepsNote, "Watching… the lease has to expire before the sweep can return the job.");
-  });
-}
-
-function onStale() {
-  const id = state.picked;
-  act(`race a stale finisher against ${shortId(id)}`, async () => {
-    const r = await call("POST", `/api/proof/jobs/${encodeURIComponent(id)}/stale`);
-    const text = `stale finisher holding token ${r.token_used} refused (${r.outcome}); job stays ${r.state} under token ${r.token_current}`;
-    report(text, r.outcome === "stale" ? "ok" : "error");
-  });
-}
-
 // ---------------------------------------------------------------------------------------------
 // Boot
 
 async function boot() {
-  ui.newJob.addEventListener("click", onNew);
-  ui.resubmit.addEventListener("click", onResubmit);
-  ui.crash.addEventListener("click", onCrash);
-  ui.stale.addEventListener("click", onStale);
+  actions.wire();
   ui.pick.addEventListener("change", onPickChange);
   ui.rejoin.addEventListener("click", onRejoin);
-  renderButtons();
+  renderButtons(ui, state);
   try {
     await ensureSession();
     renderSession();
@@ -488,7 +279,7 @@ async function boot() {
   every(1000, refreshProof).now();
   every(2000, refreshJobs).now();
   jobTimer = every(SLOW_MS, refreshJob);
-  every(250, renderDeadline);
+  every(250, () => renderDeadline(ui, state));
 }
 
 boot();
