@@ -134,10 +134,12 @@ def browser() -> Iterator[Browser]:
         playwright.stop()
 
 
-@pytest.fixture
-def page(browser: Browser, served: Any, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A page of a fresh context (no stored player or operator token) on the served app."""
-    context = browser.new_context(viewport=VIEWPORT, base_url=served.url, locale="en-US")
+def open_page(
+    browser: Browser, served: Any, request: pytest.FixtureRequest, **options: Any
+) -> Iterator[Page]:
+    """A page of a fresh context on the served app whose console errors and page errors fail the test
+    (:class:`Console`); ``options`` go to the context (``bypass_csp`` for the axe audit)."""
+    context = browser.new_context(viewport=VIEWPORT, base_url=served.url, locale="en-US", **options)
     context.set_default_timeout(TIMEOUT_MS)
     console = Console()
     request.node.stash[CONSOLE] = console
@@ -146,6 +148,12 @@ def page(browser: Browser, served: Any, request: pytest.FixtureRequest) -> Itera
     the_page.on("pageerror", console.on_pageerror)
     yield the_page
     context.close()
+
+
+@pytest.fixture
+def page(browser: Browser, served: Any, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A page of a fresh context (no stored player or operator token) on the served app."""
+    yield from open_page(browser, served, request)
 
 
 def artifacts_dir() -> Path:

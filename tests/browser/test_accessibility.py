@@ -21,11 +21,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from codemojex.engine import Mark
-from codemojex.payload import encode_payload
-from echomq import Bus
-from tests.browser.conftest import CONSOLE, REQUIRE_ENV, TIMEOUT_MS, VIEWPORT, Console
+from tests.browser.conftest import REQUIRE_ENV, VIEWPORT, open_page
 from tests.browser.test_play import SYMBOL, guess_with_every_mark, join_as, key_button
-from tests.support.web import OPERATOR, demo_round, open_round, secret_of, wait_until
+from tests.support.web import OPERATOR, dead_letter, demo_round, open_round, secret_of, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -43,15 +41,7 @@ def page(browser: Browser, served: Any, request: pytest.FixtureRequest) -> Itera
     """As the folder's ``page`` (a fresh context, console errors fail the test), with ``bypass_csp``: the
     audit's axe.min.js is injected as an inline script, which the pages' CSP would refuse. For the axe
     test only; every other browser test runs under the policy."""
-    context = browser.new_context(viewport=VIEWPORT, base_url=served.url, locale="en-US", bypass_csp=True)
-    context.set_default_timeout(TIMEOUT_MS)
-    console = Console()
-    request.node.stash[CONSOLE] = console
-    the_page = context.new_page()
-    the_page.on("console", console.on_console)
-    the_page.on("pageerror", console.on_pageerror)
-    yield the_page
-    context.close()
+    yield from open_page(browser, served, request, bypass_csp=True)
 
 
 # Swagger UI's own markup and style sheet at /docs (a third-party bundle served as shipped): its method
@@ -239,14 +229,16 @@ def test_every_scrolling_region_can_be_reached_from_the_keyboard(
     the_round = open_round(operator)
     player_id, _ = join("Bo")
 
-    async def dead_letter() -> None:  # a row wide enough to scroll sideways at 375 px
-        async with Bus.from_url(redis_server.url, tag) as bus:
-            payload = encode_payload(the_round["round_id"], player_id, ["🍎"] * 6)
-            await bus.enqueue(DEAD_JOB, lane=player_id, payload=payload)
-            [claim] = await bus.claim(1)
-            await bus.fail(claim, "boom: the handler gave up on this guess for good", retryable=False)
-
-    run_in_thread(dead_letter())
+    run_in_thread(  # a row wide enough to scroll sideways at 375 px
+        dead_letter(
+            redis_server.url,
+            tag,
+            the_round["round_id"],
+            player_id,
+            DEAD_JOB,
+            "boom: the handler gave up on this guess for good",
+        )
+    )
     join_as(page, "Ada")
     page.goto(f"/dashboard#operator={OPERATOR}")
     expect(page.get_by_test_id("dead-row")).to_have_count(1)

@@ -9,9 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from codemojex.payload import encode_payload
-from echomq import Bus
-from tests.support.web import OPERATOR, open_round
+from tests.support.web import OPERATOR, dead_letter, open_round
 
 pytestmark = pytest.mark.browser
 
@@ -33,14 +31,11 @@ def test_the_operator_sees_the_queue_and_retries_a_dead_letter(
     the_round = open_round(operator)
     player_id, _ = join("Ada")
 
-    async def dead_letter():
-        async with Bus.from_url(redis_server.url, tag) as bus:
-            payload = encode_payload(the_round["round_id"], player_id, ["🍎"] * 6)
-            await bus.enqueue(DEAD_JOB, lane=player_id, payload=payload)
-            [claim] = await bus.claim(1)
-            await bus.fail(claim, "boom: the handler gave up", retryable=False)
-
-    run_in_thread(dead_letter())
+    run_in_thread(  # a guess the worker gave up on
+        dead_letter(
+            redis_server.url, tag, the_round["round_id"], player_id, DEAD_JOB, "boom: the handler gave up"
+        )
+    )
 
     page.goto(f"/dashboard#operator={OPERATOR}")
     expect(page.get_by_test_id("dashboard"), "the token in the fragment opens the dashboard").to_be_visible()

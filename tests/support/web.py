@@ -259,3 +259,15 @@ def game_state(snapshot: dict[str, Any]) -> dict[str, Any]:
     """A key snapshot without the admission bookkeeping every request moves (the rate limits' buckets):
     what a request changed of the game's state is what is left."""
     return {key: value for key, value in snapshot.items() if ":bucket:" not in key}
+
+
+async def dead_letter(url: str, tag: str, round_id: str, player_id: str, job_id: str, error: str) -> None:
+    """Put one guess job of ``player_id`` in ``round_id`` on the dead-letter list (enqueued, claimed and
+    failed for good with ``error``), as the score worker would after its last try."""
+    from codemojex.payload import encode_payload  # noqa: PLC0415
+    from echomq import Bus  # noqa: PLC0415
+
+    async with Bus.from_url(url, tag) as bus:
+        await bus.enqueue(job_id, lane=player_id, payload=encode_payload(round_id, player_id, ["🍎"] * 6))
+        [claim] = await bus.claim(1)
+        await bus.fail(claim, error, retryable=False)

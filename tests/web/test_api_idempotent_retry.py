@@ -18,6 +18,10 @@ def _prove_position_0(client, path, secret) -> None:
     wait_until(lambda: client.get(path).json()["proven"].get("0") == secret[0], what="position 1 proven")
 
 
+def _all_scored(client, path) -> bool:
+    return {guess["state"] for guess in client.get(path).json()["guesses"]} == {"scored"}
+
+
 def _ledger_of(client, job):
     return [entry for entry in client.get("/api/wallet").json()["ledger"] if entry["job_id"] == job]
 
@@ -37,6 +41,9 @@ def test_a_retry_after_an_unlock_is_a_duplicate_charged_once(
     assert first.status_code == 202, first.text
     assert first.json()["guess"] == secret  # the lock overlaid position 0
     assert ada.delete(f"/api/rounds/{round_id}/locks/0").json()["removed"] is True
+    # The first guess solves: its scoring pays the solve reward (the economy); the wallet is compared
+    # once that is done, so only a second charge could change it.
+    wait_until(lambda: _all_scored(ada, path), what="both guesses scored")
     wallet_before = ada.get("/api/wallet").json()["balances"]
     again = ada.post(path, json=body, headers={"Idempotency-Key": "retry-me"})
     assert again.status_code == 202, again.text
