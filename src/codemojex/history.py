@@ -31,6 +31,7 @@ from codemojex.keys import ROUND, check_id
 log = logging.getLogger("codemojex.history")
 
 WINNERS = 10  # entries of the final board kept in a summary
+TIES_READ = 1000  # rounds closed in one millisecond that a history page looks through
 SETTLE_GRACE_MS = 30_000  # after a close, how long queued guesses are waited for before concluding
 CHECKED = 50  # the newest rounds each conclude pass looks at
 
@@ -179,12 +180,29 @@ async def read_summary(game: Game, round_id: str) -> Summary | None:
     return parse_summary(raw) if raw is not None else None
 
 
-async def list_history(game: Game, limit: int = 20, before_ms: int | None = None) -> list[Summary]:
-    """The concluded rounds, newest close first: ``limit`` of them closed before ``before_ms``."""
+async def list_history(
+    game: Game, limit: int = 20, before_ms: int | None = None, before_round: str | None = None
+) -> list[Summary]:
+    """The concluded rounds, newest close first (ties: greater round id first): ``limit`` of them after
+    the cursor. The cursor is the last page's last round: ``before_ms`` its close time and
+    ``before_round`` its id (rounds that closed in the same millisecond are then neither skipped nor
+    repeated); ``before_ms`` alone pages back to rounds closed strictly before it."""
     check_int("limit", limit, 1, 100)
-    top = "+inf" if before_ms is None else f"({check_int('before_ms', before_ms, 0, 2**53)}"
+    key = game.keys.history
     with translate_errors():
-        listed = await game.redis.zrevrangebyscore(game.keys.history, top, "-inf", start=0, num=limit)
+        listed: list[bytes] = []
+        if before_ms is None:
+            listed = await game.redis.zrevrangebyscore(key, "+inf", "-inf", start=0, num=limit)
+        else:
+            at = check_int("before_ms", before_ms, 0, 2**53)
+            if before_round is not None:
+                last = check_id(before_round, ROUND).encode()
+                ties = await game.redis.zrevrangebyscore(key, at, at, start=0, num=TIES_READ)
+                listed = [member for member in ties if member < last][:limit]
+            if len(listed) < limit:
+                listed += await game.redis.zrevrangebyscore(
+                    key, f"({at}", "-inf", start=0, num=limit - len(listed)
+                )
         if not listed:
             return []
         raws = await game.redis.hmget(game.keys.summaries, listed)

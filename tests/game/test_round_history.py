@@ -107,6 +107,30 @@ async def test_history_lists_newest_close_first_and_pages(game):
     assert all(s.closed_ms < listed[0].closed_ms for s in older)
 
 
+async def test_paging_by_the_last_round_seen_skips_no_round_that_closed_in_the_same_millisecond(
+    game, sync_redis
+):
+    """Rounds whose closes tie to the millisecond: paging one at a time with the last page's close time
+    and round id lists each exactly once (a close time alone would skip the ties)."""
+    closed = []
+    for _ in range(4):
+        opened = await rounds.open_round(game)
+        await rounds.close_round(game, opened.id)
+        await history.conclude_round(game, opened.id)
+        closed.append(opened.id)
+    tie = (await history.list_history(game))[0].closed_ms
+    sync_redis.zadd(game.keys.history, dict.fromkeys(closed[1:], tie))  # three close at once
+    seen: list[str] = []
+    cursor: tuple[int, str] | None = None
+    while page := await history.list_history(
+        game, limit=1, before_ms=cursor[0] if cursor else None, before_round=cursor[1] if cursor else None
+    ):
+        seen += [summary.round_id for summary in page]
+        cursor = (int(sync_redis.zscore(game.keys.history, page[-1].round_id)), page[-1].round_id)
+    assert len(seen) == len(closed), "no round twice"
+    assert sorted(seen) == sorted(closed), "no round skipped"
+
+
 async def test_a_recharged_guess_does_not_hide_a_queued_one_from_the_conclusion(game, the_round):
     """A dead guess refunded, retried and scored (recharged) is in the round's charges, its scored
     records and its refunds once each: it is settled once, so a solving guess still queued at the close

@@ -64,6 +64,8 @@ def test_a_closed_round_is_in_the_history_with_my_own_guesses_only(
     listed = anon.get("/api/history").json()["rounds"]
     assert [r["round_id"] for r in listed] == [rid]
     assert anon.get("/api/history", params={"before_ms": summary["closed_ms"]}).json() == {"rounds": []}
+    cursor = {"before_ms": summary["closed_ms"], "before_round": rid}
+    assert anon.get("/api/history", params=cursor).json() == {"rounds": []}, "past the last round: none"
     assert ada_id != bob_id
 
 
@@ -99,6 +101,9 @@ def test_an_unknown_round_and_bad_queries_and_tokens_are_refused(served, anon, o
     assert error_code(anon.get("/api/history/RND00T4D8CZQFHDN9MDMK25ZBR")) == "unknown_round"
     for params in ({"limit": 0}, {"limit": 101}, {"before_ms": -1}, {"limit": "x"}):
         assert anon.get("/api/history", params=params).status_code == 422
+    for bad in ("nope", "PLR00T4D8CZQFHDN9MDMK25ZBR", "x" * 65):
+        reply = anon.get("/api/history", params={"before_ms": 1, "before_round": bad})
+        assert (reply.status_code, error_code(reply)) in {(400, "invalid_id"), (422, "malformed_body")}
     the_round = open_round(operator)
     reply = anon.get(f"/api/history/{the_round['round_id']}", headers={"Authorization": "Bearer not-a-token"})
     assert reply.status_code == 401

@@ -48,14 +48,16 @@ async def lobby(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/history", tags=["rounds"], response_model=schemas.HistoryOut, responses=answers(422))
+@router.get("/history", tags=["rounds"], response_model=schemas.HistoryOut, responses=answers(400, 422))
 async def history_list(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     before_ms: Annotated[int | None, Query(ge=0, le=2**53)] = None,
+    before_round: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
-    """Closed rounds' summaries, newest close first; ``before_ms`` (a ``closed_ms``) pages back."""
-    listed = await history.list_history(host_of(request).game, limit, before_ms)
+    """Closed rounds' summaries, newest close first; the last page's last ``closed_ms`` and ``round_id``
+    (``before_ms``, ``before_round``) page back."""
+    listed = await history.list_history(host_of(request).game, limit, before_ms, before_round)
     return {"rounds": [views.summary_view(summary) for summary in listed]}
 
 

@@ -109,12 +109,15 @@ function roundCard(summary) {
 
 async function loadPage() {
   const params = new URLSearchParams({ limit: String(PAGE) });
-  if (oldest !== null) params.set("before_ms", String(oldest));
+  if (oldest !== null) {
+    params.set("before_ms", String(oldest.closed_ms));
+    params.set("before_round", oldest.round_id); // rounds closed in the same ms are neither lost nor repeated
+  }
   try {
     const data = await api("GET", `/api/history?${params}`);
     const rounds = data.rounds || [];
     rounds.forEach((summary) => ui.list.append(roundCard(summary)));
-    if (rounds.length) oldest = rounds[rounds.length - 1].closed_ms;
+    if (rounds.length) oldest = rounds[rounds.length - 1];
     ui.more.hidden = rounds.length < PAGE;
     ui.empty.hidden = ui.list.children.length > 0;
     openFromUrl();
