@@ -62,6 +62,8 @@ local roundId, top, eventsCap, playerPrefix, grace =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local jobPrefix = ARGV[6]
 
+-- @include "round_end"
+
 local done = redis.call('HGET', summariesKey, roundId)
 if done then
   redis.call('ZREM', liveKey, roundId)  -- no-op but for a round concluded before the live index
@@ -74,12 +76,8 @@ if not row[1] then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local closedAt
-if row[1] == 'closed' then
-  closedAt = tonumber(row[3])
-elseif tonumber(row[2]) > 0 and tonumber(row[2]) <= now then
-  closedAt = tonumber(row[2])
-else
+local closedAt = round_ended(row, now)
+if not closedAt then
   return {2, ''}
 end
 local guesses = redis.call('ZCARD', scoredKey)

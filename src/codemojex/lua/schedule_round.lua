@@ -43,6 +43,8 @@ local liveKey = KEYS[6]
 local expected, roundId, keyboard, length, prices = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local durationMs, gapMs, maxGuesses, secret = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], ARGV[9]
 
+-- @include "round_end"
+
 local state = redis.call('HMGET', scheduleKey, 'slot', 'round')
 local slot, last = tonumber(state[1]) or 0, state[2]
 if last == roundId then
@@ -56,12 +58,8 @@ local opens = now
 if last then
   local row = redis.call('HMGET', lastKey, 'status', 'closes', 'closed')
   if row[1] then  -- a last round purged long ago (no hash) counts as closed
-    local ended
-    if row[1] == 'closed' then
-      ended = tonumber(row[3])
-    elseif tonumber(row[2]) > 0 and tonumber(row[2]) <= now then
-      ended = tonumber(row[2])
-    else
+    local ended = round_ended(row, now)
+    if not ended then
       return {2, last, 0}
     end
     opens = math.max(now, ended + gapMs)
