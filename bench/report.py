@@ -1,0 +1,69 @@
+"""One row of ``make bench``'s table: a figure, what it is compared with in the same run, and its target.
+
+Every part of the benchmark (enqueue, pickup and idle cost, memory, drain, the player's path, scale)
+returns :class:`Figure` rows; :mod:`bench.queue` prints them as one table and saves them as JSON. A target
+bounds either the ratio to the reference (``on="ratio"``: "at least 0.9 of the raw loop") or the value
+itself (``on="value"``: "p50 at most 0.6 ms"). Figures are figures, never assertions: a missed target is
+printed as missed, nothing fails because a number is low.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """``value`` (in ``unit``) against ``reference`` (described by ``reference_as``), and its target."""
+
+    name: str
+    value: float
+    unit: str
+    reference: float | None
+    reference_as: str
+    target: float | None = None
+    on: Literal["ratio", "value"] = "ratio"
+    better: Literal["higher", "lower"] = "higher"
+
+    @property
+    def ratio(self) -> float | None:
+        """``value / reference``, or None without a (non-zero) reference."""
+        if not self.reference:
+            return None
+        return self.value / self.reference
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the target is met; None when there is no target (or no ratio to judge it by)."""
+        if self.target is None:
+            return None
+        measured = self.ratio if self.on == "ratio" else self.value
+        if measured is None:
+            return None
+        return measured >= self.target if self.better == "higher" else measured <= self.target
+
+    @property
+    def target_text(self) -> str:
+        """The target as printed: '≥ 0.9x', '≤ 0.6 ms', or '' for none."""
+        if self.target is None:
+            return ""
+        sign = "≥" if self.better == "higher" else "≤"
+        return f"{sign} {self.target:g}x" if self.on == "ratio" else f"{sign} {self.target:g} {self.unit}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio, "met": self.met}
+
+
+def table(figures: list[Figure]) -> str:
+    """The figures as one Markdown table: figure, value, reference, ratio, target, met."""
+    lines = [
+        "| figure | EchoMQ | compared with | ratio | target | met |",
+        "|---|---:|---|---:|---:|:---:|",
+    ]
+    for f in figures:
+        ref = "" if f.reference is None else f"{f.reference:,.2f} ({f.reference_as})"
+        ratio = "" if f.ratio is None else f"{f.ratio:.2f}"
+        met = {True: "yes", False: "**no**", None: ""}[f.met]
+        lines.append(f"| {f.name} | {f.value:,.2f} {f.unit} | {ref} | {ratio} | {f.target_text} | {met} |")
+    return "\n".join(lines)
