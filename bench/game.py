@@ -367,7 +367,7 @@ def scored(a: Arena, count: int, processes: int, concurrency: int, logs: Path) -
     for i in range(0, len(members), PIPELINE):
         pipe = client.pipeline(transaction=False)
         for job in members[i : i + PIPELINE]:
-            pipe.hmget(a.bus_keys.job(job), "claimed_at", "finished")
+            pipe.hmget(a.bus_keys.job(job), "c", "f")  # claimed_at, finished (echomq.rows)
         for claimed, finished in pipe.execute():
             first = int(claimed) if first is None else min(first, int(claimed))
             last = max(last, int(finished))

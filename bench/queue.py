@@ -152,7 +152,7 @@ def drain(url: str, tag: str, count: int, processes: int, concurrency: int) -> f
     for i in range(0, len(members), PIPELINE):
         pipe = client.pipeline(transaction=False)
         for job in members[i : i + PIPELINE]:
-            pipe.hmget(keys.job(job), "claimed_at", "finished")
+            pipe.hmget(keys.job(job), "c", "f")  # claimed_at, finished (echomq.rows)
         for claimed, finished in pipe.execute():
             first = int(claimed) if first is None else min(first, int(claimed))
             last = max(last, int(finished))
@@ -187,7 +187,7 @@ async def pickup_latency(url: str, tag: str, samples: int) -> tuple[float, float
 async def _wait_done(bus: Bus, job: str) -> bytes | None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        row = await bus.redis.hmget(bus.keys.job(job), "state", "result")
+        row = await bus.redis.hmget(bus.keys.job(job), "s", "x")  # state, result (echomq.rows)
         if row[0] == b"done":
             return row[1]  # type: ignore[no-any-return]
         await asyncio.sleep(0.0005)

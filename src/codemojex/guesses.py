@@ -42,6 +42,7 @@ from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from codemojex.payload import decode_payload, encode_payload
 from codemojex.rounds import round_from_row
 from echomq import ids
+from echomq import rows as bus_rows
 
 
 class Outcome(StrEnum):
@@ -292,13 +293,14 @@ async def player_guesses(game: Game, round_id: str, player_id: str, limit: int =
         async with game.redis.pipeline(transaction=False) as pipe:
             for raw, _ in rows:
                 job = raw.decode()
-                pipe.hmget(game.bus.keys.job(job), "state", "payload")
+                pipe.hgetall(game.bus.keys.job(job))
                 pipe.hgetall(game.keys.guess(guess_of(job)))
             replies = await pipe.execute()
     result = []
     for index, (raw, score) in enumerate(rows):
         job = raw.decode()
-        (state, payload), record_row = replies[2 * index], replies[2 * index + 1]
+        job_row, record_row = bus_rows.decode(replies[2 * index]), replies[2 * index + 1]
+        state, payload = job_row.get("state"), job_row.get("payload")
         record = record_from_row(guess_of(job), record_row) if record_row else None
         guess = record.guess if record else (decode_payload(payload).guess if payload else ())
         shown = "scored" if record else (state.decode() if state else "unknown")

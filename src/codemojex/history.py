@@ -27,6 +27,7 @@ from codemojex import ranking, rounds
 from codemojex.errors import CodemojexError, InvalidInput, ScriptError, UnknownRound
 from codemojex.game import Game, check_int, translate_errors
 from codemojex.keys import ROUND, check_id
+from echomq import rows as bus_rows
 
 log = logging.getLogger("codemojex.history")
 
@@ -139,8 +140,8 @@ async def pending_guesses(game: Game, round_id: str) -> int:
         refunded = [job for job, marker in markers.items() if marker == b"refunded"]
         async with game.redis.pipeline(transaction=False) as pipe:
             for job in refunded:
-                pipe.hget(game.bus.keys.job(job.decode()), "state")
-            states = await pipe.execute()
+                pipe.hmget(game.bus.keys.job(job.decode()), bus_rows.STATE, bus_rows.LANE)
+            states = [bus_rows.state_of(state, lane) for state, lane in await pipe.execute()]
     settled = sum(1 for marker in markers.values() if marker not in (b"recharged", b"refunded"))
     settled += sum(1 for state in states if state in (None, b"dead"))
     return int(charged) - int(scored) - settled

@@ -45,6 +45,7 @@ from codemojex.errors import CodemojexError, ScriptError
 from codemojex.game import Game, check_int, translate_errors
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from echomq import Job
+from echomq import rows as bus_rows
 
 log = logging.getLogger("codemojex.refunds")
 
@@ -104,10 +105,11 @@ async def refund(game: Game, job_ids: Iterable[str]) -> list[RefundResult]:
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
             for job in jobs:
-                pipe.hmget(game.bus.keys.job(job), "state", "lane", "payload")
-            rows = await pipe.execute()
+                pipe.hgetall(game.bus.keys.job(job))
+            rows = [bus_rows.decode(raw) for raw in await pipe.execute()]
     results = []
-    for job, (state, lane, payload) in zip(jobs, rows, strict=True):
+    for job, row in zip(jobs, rows, strict=True):
+        state, lane, payload = row.get("state"), row.get("lane"), row.get("payload")
         if state != b"dead":
             results.append(RefundResult(job, Refund.NOT_DEAD))
             continue

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from echomq import ids
+from echomq import ids, rows
 from echomq._validate import check_int
 from echomq.errors import (
     InvalidLane,
@@ -235,44 +235,49 @@ def _location(bus: BusCore, state: JobState, lane: str) -> str:
     }[state]
 
 
-def _opt_int(row: dict[bytes, bytes], field: bytes) -> int | None:
+def _opt_int(row: dict[str, bytes], field: str) -> int | None:
     value = row.get(field)
     return None if value is None else int(value)
 
 
-def _opt_str(row: dict[bytes, bytes], field: bytes) -> str | None:
+def _opt_str(row: dict[str, bytes], field: str) -> str | None:
     value = row.get(field)
     return None if value is None else value.decode("utf-8", "replace")
 
 
 async def inspect(bus: BusCore, job: str) -> JobInfo:
-    """Read a job's row and confirm its location; raises :class:`UnknownJob` if there is no row."""
+    """Read a job's row and confirm its location; raises :class:`UnknownJob` if there is no row.
+
+    The row's stored fields are short (:mod:`echomq.rows`); this maps them back to the documented names.
+    The admission time is the row's when the application wrote one, else the id's mint time."""
     job_key = bus.keys.job(job)
     with translate_redis_errors():
-        row: dict[bytes, bytes] = await bus.redis.hgetall(job_key)  # type: ignore[assignment]
+        raw: dict[bytes, bytes] = await bus.redis.hgetall(job_key)  # type: ignore[assignment]
+    row = rows.decode(raw)
     if not row:
         raise UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
-    state = JobState(row[b"state"].decode())
-    lane = row[b"lane"].decode()
-    trimmed = b"trimmed" in row
+    state = JobState(row["state"].decode())
+    lane = row["lane"].decode()
+    trimmed = "trimmed" in row
     location = None if trimmed else _location(bus, state, lane)
+    created = _opt_int(row, "created")
     return JobInfo(
         job=job,
         state=state,
         lane=lane,
         location=location,
-        attempts=int(row.get(b"attempts", b"0")),
-        tries=int(row.get(b"tries", b"0")),
-        max_attempts=int(row.get(b"max", b"0")),
-        priority=_opt_int(row, b"priority"),
-        created_ms=_opt_int(row, b"created"),
-        deadline_ms=_opt_int(row, b"deadline"),
-        finished_ms=_opt_int(row, b"finished"),
-        late_ms=_opt_int(row, b"late"),
-        owner=_opt_str(row, b"owner"),
-        error=_opt_str(row, b"error"),
-        payload=row.get(b"payload"),
-        result=row.get(b"result"),
+        attempts=int(row.get("attempts", b"0")),
+        tries=int(row.get("tries", b"0")),
+        max_attempts=int(row.get("max", b"0")),
+        priority=_opt_int(row, "priority"),
+        created_ms=ids.timestamp_ms(job) if created is None else created,
+        deadline_ms=_opt_int(row, "deadline"),
+        finished_ms=_opt_int(row, "finished"),
+        late_ms=_opt_int(row, "late"),
+        owner=_opt_str(row, "owner"),
+        error=_opt_str(row, "error"),
+        payload=row.get("payload"),
+        result=row.get("result"),
         trimmed=trimmed,
     )
 

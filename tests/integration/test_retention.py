@@ -14,7 +14,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from echomq import Admission, Bus, Failure, Finish, NewJob, Settings, Worker, ids
+from echomq import Admission, Bus, Failure, Finish, NewJob, Settings, Worker, ids, rows
 from echomq.testing.cluster import RedisClusterProcesses
 from tests.support.probe import Probe
 from tests.support.workers import eventually, running
@@ -145,11 +145,12 @@ async def test_a_claim_replayed_after_its_id_was_admitted_anew_gets_nothing(bus_
 
 
 async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with):
-    """A row whose 100-byte payload made it a hash table in Redis becomes a compact hash when trimmed
-    (the same tombstone fields, under half the whole row's memory), not a hash table of leftovers."""
+    """A row whose 40 kB payload (in 64-byte chunks, over 512 fields) made it a hash table in Redis
+    becomes a compact hash when trimmed (the same tombstone fields, under half the whole row's memory),
+    not a hash table of leftovers."""
     bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
     job = ids.mint("JOB")
-    await bus.enqueue(job, lane="L", payload=b"x" * 100)
+    await bus.enqueue(job, lane="L", payload=b"x" * 40_000)
     [claim] = await bus.claim()
     await bus.complete(claim)
     whole = probe.client.memory_usage(bus.keys.job(job))
@@ -158,7 +159,7 @@ async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with
     assert probe.client.object("encoding", bus.keys.job(job)) in (b"listpack", b"ziplist")
     assert probe.client.memory_usage(bus.keys.job(job)) * 2 < whole
     _assert_tombstone(probe, job, int(probe.row(job)["finished"]))
-    assert await bus.enqueue(job, lane="L", payload=b"x" * 100) is Admission.DUPLICATE
+    assert await bus.enqueue(job, lane="L", payload=b"x" * 40_000) is Admission.DUPLICATE
 
 
 async def test_a_stale_complete_trims_nothing(bus_with):
@@ -269,7 +270,7 @@ async def test_rows_past_a_short_result_ttl_stay_bounded_and_none_is_trimmed_ear
     pipe = probe.client.pipeline(transaction=False)
     tombstones = 0
     for key in probe.client.scan_iter(match=f"{bus.keys.prefix}job:*", count=1000):
-        pipe.hmget(key, "finished", "trimmed")
+        pipe.hmget(key, rows.FINISHED, rows.TRIMMED)
     for finished, trimmed in pipe.execute():
         if trimmed is not None:
             tombstones += 1
@@ -307,7 +308,7 @@ async def test_a_complete_still_finishes_while_an_expired_row_is_migrating_on_a_
             done = {m.decode() for m in source.zrange(keeping.keys.done, 0, -1)}
             assert done == {moved.job, job}  # the moved row is left in done, not half-trimmed
             assert source.hget(keeping.keys.stats, "trimmed") is None
-            assert source.hget(keeping.keys.job(job), "state") == b"done"
+            assert source.hget(keeping.keys.job(job), rows.STATE) == b"done"
         finally:
             for node in nodes:
                 node.close()

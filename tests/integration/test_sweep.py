@@ -242,7 +242,7 @@ async def test_a_done_row_past_the_result_ttl_is_trimmed_to_a_tombstone(trimming
     assert probe.members("done") == {}
     row = probe.row(job)
     assert set(row) == {
-        "state", "lane", "digest", "attempts", "tries", "max", "created", "finished", "trimmed",
+        "state", "lane", "digest", "attempts", "tries", "max", "finished", "trimmed",
     }  # fmt: skip
     assert row["state"] == b"done"
     expires_at = probe.client.pexpiretime(bus.keys.job(job)) if _has_pexpiretime(probe) else None

@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from echomq import rows
 from echomq.keyspace import Keyspace
 from tests.support import invariants
 
@@ -76,12 +77,14 @@ class Probe:
         return int(seconds) * 1000 + int(micros) // 1000
 
     def row(self, job: str) -> dict[str, bytes]:
-        """The job's row, field names decoded."""
+        """The job's row under its documented names (:func:`echomq.rows.decode`: ``state`` filled in while
+        queued, ``payload`` joined from its chunks); ``{}`` when there is none."""
         raw: dict[bytes, bytes] = self.client.hgetall(self.keys.job(job))  # type: ignore[assignment]
-        return {k.decode(): v for k, v in raw.items()}
+        return rows.decode(raw)
 
     def field(self, job: str, name: str) -> str | None:
-        value = self.client.hget(self.keys.job(job), name)
+        """One field of the job's row by its documented name (``state``, ``payload``, ...)."""
+        value = self.row(job).get(name)
         return None if value is None else value.decode()
 
     def lane(self, lane: str) -> list[str]:

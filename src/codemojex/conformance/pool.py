@@ -25,6 +25,7 @@ from codemojex.conformance.invariants import Client
 from codemojex.conformance.punctuality import QUIET_SWEEP_S
 from codemojex.conformance.schedule import Config
 from codemojex.conformance.starts import is_ready
+from echomq import rows as bus_rows
 from echomq.keyspace import Keyspace
 from echomq.testing.server import die_with_parent
 from echomq.worker import faults as bus_faults
@@ -207,7 +208,7 @@ def held_by(client: Client, keys: Keyspace, pid: int) -> tuple[int, list[tuple[s
         now = _now_ms(client)
         held = []
         for raw in client.zrange(keys.active, 0, -1):
-            owner, attempts = client.hmget(keys.job(raw.decode()), "owner", "attempts")
+            owner, attempts = client.hmget(keys.job(raw.decode()), bus_rows.OWNER, bus_rows.ATTEMPTS)
             if owner is not None and owner.decode().endswith(f":{pid}"):
                 held.append((raw.decode(), int(attempts or 0)))
     except redis.RedisError:

@@ -36,6 +36,7 @@ import redis
 from codemojex.conformance.starts import PROBE_LANE, Starts, is_ready, read_starts
 from codemojex.keys import JOB
 from echomq import Bus, NewJob, RedisUnavailable, ids
+from echomq import rows as bus_rows
 from echomq.keyspace import Keyspace
 
 Client = Any  # a blocking redis.Redis
@@ -241,7 +242,7 @@ class QuietPhase:
         keys = self.bus.keys
 
         def done() -> bool:
-            states = [self.client.hget(keys.job(job), "state") for job in jobs]
+            states = [self.client.hget(keys.job(job), bus_rows.STATE) for job in jobs]
             return all(state == b"done" for state in states)
 
         return await self._until(done)

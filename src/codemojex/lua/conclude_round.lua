@@ -85,8 +85,9 @@ local settled = 0  -- refunded or completed unpaid (never scored); a 'recharged'
 local markers = redis.call('HGETALL', refundsKey)  -- HVALS is not among the users' commands
 for i = 2, #markers, 2 do
   if markers[i] == 'refunded' then  -- settled while dead (or forgotten); retried, it is queued again
-    local state = redis.call('HGET', jobPrefix .. markers[i - 1], 'state')
-    if not state or state == 'dead' then settled = settled + 1 end
+    -- echomq's row: 's' state (absent while queued), 'l' lane (absent: no row)
+    local row = redis.call('HMGET', jobPrefix .. markers[i - 1], 's', 'l')
+    if not row[2] or row[1] == 'dead' then settled = settled + 1 end
   elseif markers[i] ~= 'recharged' then
     settled = settled + 1
   end

@@ -49,10 +49,12 @@ local jobKey, guessKey, playerKey, walletKey, ledgerKey, chargesKey, refundsKey 
 local deadKey, doneKey, statsKey = KEYS[8], KEYS[9], KEYS[10]
 local jobId, playerId = ARGV[1], ARGV[2]
 
-local row = redis.call('HMGET', jobKey, 'state', 'lane', 'trimmed')
+-- The row's fields are one letter (echomq's include "row"): 's' state (absent: queued), 'l' lane, 'T'
+-- trimmed; 'f' finished, 'x' result.
+local row = redis.call('HMGET', jobKey, 's', 'l', 'T')
 local marker = redis.call('HGET', refundsKey, jobId)
 if marker then return {0, marker} end
-if row[1] ~= 'dead' then return {-1, row[1] or ''} end
+if row[1] ~= 'dead' then return {-1, row[2] and (row[1] or 'queued') or ''} end
 if row[2] ~= playerId then return {-4, row[2] or ''} end
 if redis.call('EXISTS', guessKey) == 1 then
   if row[3] then return {-2, ''} end
@@ -63,7 +65,7 @@ if redis.call('EXISTS', guessKey) == 1 then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZREM', deadKey, jobId)
   redis.call('ZADD', doneKey, now, jobId)
-  redis.call('HSET', jobKey, 'state', 'done', 'finished', now, 'result', 'scored')
+  redis.call('HSET', jobKey, 's', 'done', 'f', now, 'x', 'scored')
   redis.call('HINCRBY', statsKey, 'completed', 1)
   redis.call('HINCRBY', statsKey, 'dead_finished', 1)
   return {-2, 'done'}

@@ -15,7 +15,7 @@
   The standing is a function of the player's scored records taken in admission order, never of the
   order they are scored in (codemojex.leaderboard.fold_records is the same fold in Python):
   the records are folded in GES id order (the JOB's mint order: a GES takes its JOB's body), each with
-  its admission time (the job row's 'created', Redis clock) as its time. A record counts as an attempt
+  its admission time (the job row's 'w', written by submit.lua, Redis clock) as its time. A record counts as an attempt
   unless a solving record precedes it in that order; it then has attempt 0 and counted 0. The standing's
   best_at is the admission time of the first record, in that order, that reached the best feedback.
   A record whose id follows every scored record of the player (delivery in admission order, the usual
@@ -256,7 +256,7 @@ if redis.call('EXISTS', guessKey) == 0 then
   -- Read everything first: the clock, the admission time, the standing and (out of order) the records.
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local submitted = tonumber(redis.call('HGET', jobKey, 'created'))
+  local submitted = tonumber(redis.call('HGET', jobKey, 'w'))
   local old = redis.call('HGET', standingKey, playerId)
   -- Members compare by bytes in Redis (BYLEX), never by Lua's locale-dependent string order.
   local later = redis.call('ZRANGEBYLEX', playedKey, '(' .. guessId, '+')

@@ -51,7 +51,8 @@
     ARGV[4] max attempts of the job
     ARGV[5] wake cap
     ARGV[6] most guesses a player may have queued at once
-    ARGV[7] request digest (hex): the admission's identity, stored as the row's digest
+    ARGV[7] request digest (hex): the admission's identity, stored as the row's digest (its first 8
+            bytes, field 'g'; echomq's include "row"), with the admission time (field 'w', ms)
     ARGV[8] round id (named in the charge's ledger entry, so a refund finds the charge whatever the payload)
     ARGV[9] the allowance's levels ('ticket=3;coin=50'; '' for none)
     ARGV[10] the ledger's cap (GameSettings.ledger_kept, >= 10)
@@ -83,11 +84,11 @@ local allowance, ledgerCap = ARGV[9], tonumber(ARGV[10])
 -- @include "admit"
 -- @include "ledger"
 
-local existing = admission_of(jobKey, statsKey, playerId, digest)
+local existing = admission_of(jobKey, statsKey, playerId, short_digest(digest))
 if existing then
   if existing[1] == 0 then
     local charge = redis.call('HGET', chargesKey, jobId) or ''
-    return {0, existing[2], charge, redis.call('HGET', jobKey, 'payload') or ''}
+    return {0, existing[2], charge, read_payload(jobKey, redis.call('HGET', jobKey, '1')) or ''}
   end
   return existing
 end
@@ -140,7 +141,8 @@ end
 if not currency then return {-3, 'insufficient_funds'} end
 
 local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
-  jobId, playerId, payload, digest, maxAttempts, 0, 0, wakeCap)
+  jobId, playerId, payload, short_digest(digest), true, maxAttempts, 0, 0, wakeCap)
+redis.call('HSET', jobKey, 'w', now)  -- the admission time: the guess's time on the board (score.lua)
 bound_ledger(ledgerKey, ledgerCap)  -- before this admission's entries (allowance, charge) are appended
 -- economy: take the round's allowance (begin) ------------------------------------------------------
 if allowance ~= '' and redis.call('HSETNX', allowancesKey, playerId, jobId) == 1 then

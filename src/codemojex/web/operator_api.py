@@ -18,6 +18,7 @@ from codemojex.web import operator_schemas, schemas, views
 from codemojex.web.auth import Operator
 from codemojex.web.host import host_of
 from codemojex.web.problems import answers
+from echomq import rows as bus_rows
 
 router = APIRouter(
     prefix="/api/operator", dependencies=[Operator], tags=["operator"], responses=answers(401, 403)
@@ -88,7 +89,7 @@ async def leases(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] =
         active = await game.redis.zrange(game.bus.keys.active, 0, limit - 1, withscores=True)
         async with game.redis.pipeline(transaction=False) as pipe:
             for raw, _ in active:
-                pipe.hmget(game.bus.keys.job(raw.decode()), "lane", "attempts", "owner")
+                pipe.hmget(game.bus.keys.job(raw.decode()), bus_rows.LANE, bus_rows.ATTEMPTS, bus_rows.OWNER)
             rows = await pipe.execute()
     found = []
     for (raw, deadline), (lane, attempts, owner) in zip(active, rows, strict=True):
@@ -112,7 +113,7 @@ async def dead(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 1
         listed = await game.bus.dead_jobs(limit)
         async with game.redis.pipeline(transaction=False) as pipe:
             for job, _ in listed:
-                pipe.hmget(game.bus.keys.job(job), "lane", "tries", "error")
+                pipe.hmget(game.bus.keys.job(job), bus_rows.LANE, bus_rows.TRIES, bus_rows.ERROR)
             rows = await pipe.execute()
     return {
         "dead": [

@@ -5,13 +5,14 @@
   lane, ZRANGE lane 0 0 its head (lowest priority, then lowest id = earliest minted), then that job's
   row. Only then does it write: LMOVE ring ring LEFT RIGHT rotates the ring, ZPOPMIN takes the head; the
   row becomes active with attempts + 1 (the fencing token) and tries + 1 (spent against max
-  attempts); ZADD active places it at the lease deadline, TIME + lease, from the server clock. A lane
+  attempts) (the row's fields are one letter, include "row": 's' state, 'a' attempts, 't' tries, 'm'
+  max, 'd' deadline, 'c' claimed_at, 'o' owner, 'r' request, 'u' due, 'k' late, '1'.. the payload); ZADD active places it at the lease deadline, TIME + lease, from the server clock. A lane
   left empty leaves the ring (it is at the ring's right end just after the LMOVE, so RPOP removes
   it). A job is in exactly one location before and after the script, so a crash at any point leaves
   it recoverable by the stalled sweep.
 
-  Punctuality: a row promoted from delayed carries its due time ('due', ms, set by the sweep); its next
-  claim replaces it with 'late', the ms from that due time to this claim (server clock), so the
+  Punctuality: a row promoted from delayed carries its due time ('u' due, ms, set by the sweep); its next
+  claim replaces it with 'k' (late), the ms from that due time to this claim (server clock), so the
   lateness of delayed jobs and retries can be read from their rows.
 
   Wake-ups: a claim that leaves the ring empty deletes the wake tokens (nothing is left to wake for); one
@@ -36,7 +37,7 @@
   found nothing records nothing, so its retry simply claims. An empty request id records nothing (the
   benchmark's raw claims).
 
-  Whose job: each claim also stores its request id on the row it claims (field 'request', '' for none;
+  Whose job: each claim also stores its request id on the row it claims (field 'r', request, '' for none;
   the trim deletes it, so a tombstone never carries it), and a replay returns a recorded job only when
   its row is active under the recorded token AND its 'request' is this request id. The token alone
   does not tell: the record lives one lease, and when the result ttl (dead ttl) and the dedup window
@@ -88,6 +89,7 @@ local prefix, leaseMs, count, owner, request = ARGV[1], tonumber(ARGV[2]), tonum
 local recordKey = prefix .. 'claim:' .. request
 
 -- @include "slot"
+-- @include "row"
 
 local moving = slot_moving(prefix)
 -- The record is read and written only where it is (see 'Lost reply' above).
@@ -111,9 +113,10 @@ if record then
   for jobId, token in string.gmatch(record, '(%S+) (%d+)') do
     local jobKey = prefix .. 'job:' .. jobId
     if not moving or here(jobKey) then
-      local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'lane', 'payload', 'tries', 'max', 'request')
+      local row = redis.call('HMGET', jobKey, 's', 'a', 'l', '1', 't', 'm', 'r')
       -- Held by this request, not only under its token: an id admitted anew restarts its tokens.
       if row[1] == 'active' and row[2] == token and row[7] == request then
+        row[4] = read_payload(jobKey, row[4])
         held[#held + 1] = {jobId, token, row}
       end
     end
@@ -121,11 +124,11 @@ if record then
   for _, entry in ipairs(held) do
     local jobId, token, row = entry[1], entry[2], entry[3]
     redis.call('ZADD', activeKey, deadline, jobId)
-    redis.call('HSET', prefix .. 'job:' .. jobId, 'deadline', deadline)
+    redis.call('HSET', prefix .. 'job:' .. jobId, 'd', deadline)
     local i = #reply
     reply[3] = reply[3] + 1
     reply[i + 1], reply[i + 2], reply[i + 3], reply[i + 4] = jobId, row[3], tonumber(token), row[4]
-    reply[i + 5], reply[i + 6], reply[i + 7] = deadline, tonumber(row[5]), tonumber(row[6])
+    reply[i + 5], reply[i + 6], reply[i + 7] = deadline, tonumber(row[5] or 0), tonumber(row[6])
   end
   if reply[3] > 0 then redis.call('HINCRBY', statsKey, 'replayed', reply[3]) end
   redis.call('PEXPIRE', recordKey, leaseMs)
@@ -154,7 +157,8 @@ while n < count and ringLen > 0 do
   if jobId then
     jobKey = prefix .. 'job:' .. jobId
     if moving and not here(jobKey) then elsewhere = 1 break end
-    row = redis.call('HMGET', jobKey, 'payload', 'max', 'due')
+    row = redis.call('HMGET', jobKey, '1', 'm', 'u')
+    row[1] = read_payload(jobKey, row[1])
   end
   local since = tonumber(redis.call('HGET', waitingKey, lane) or serial)
 
@@ -168,14 +172,13 @@ while n < count and ringLen > 0 do
     ringLen = ringLen - 1
   end
   if jobId then
-    local attempts = redis.call('HINCRBY', jobKey, 'attempts', 1)
-    local tries = redis.call('HINCRBY', jobKey, 'tries', 1)
-    -- 'request' names the claim that holds it, checked by a replay and the finishes ('Whose job' above).
-    redis.call('HSET', jobKey, 'state', 'active', 'deadline', deadline, 'claimed_at', now, 'owner', owner,
-      'request', request)
+    local attempts = redis.call('HINCRBY', jobKey, 'a', 1)
+    local tries = redis.call('HINCRBY', jobKey, 't', 1)
+    -- 'r' (request) names the claim that holds it, checked by a replay and the finishes ('Whose job').
+    redis.call('HSET', jobKey, 's', 'active', 'd', deadline, 'c', now, 'o', owner, 'r', request)
     if row[3] then  -- the first claim since its promotion from delayed: how late it starts
-      redis.call('HSET', jobKey, 'late', now - tonumber(row[3]))
-      redis.call('HDEL', jobKey, 'due')
+      redis.call('HSET', jobKey, 'k', now - tonumber(row[3]))
+      redis.call('HDEL', jobKey, 'u')
     end
     redis.call('ZADD', activeKey, deadline, jobId)
     local lag = serial - since  -- claims served before this one since the lane waits

@@ -3,7 +3,7 @@
 
   Called by echomq.finish.complete. The job moves active -> done only if it is active, its attempts
   equal the caller's token and, when the caller gives its claim's request id (ARGV[3]), its row's
-  'request' is that id; otherwise nothing changes and the caller learns it is stale (its lease was
+  'r' (request) is that id (the row's fields are one letter, include "row"); otherwise nothing changes and the caller learns it is stale (its lease was
   reaped, and the job returned to its lane or was re-claimed by another worker; or the id was finished,
   forgotten and admitted anew, its token restarting, and the caller's claim is of the earlier life). An
   empty request id fences by the token alone.
@@ -28,7 +28,7 @@
 
     ARGV[1] job id
     ARGV[2] attempts token (int) from the claim
-    ARGV[3] request id of the claim call (the row's 'request'), or '' to fence by the token alone
+    ARGV[3] request id of the claim call (the row's 'r'), or '' to fence by the token alone
     ARGV[4] result (bytes, may be empty)
     ARGV[5] bus prefix, e.g. 'emq:{cm}:'
     ARGV[6] result ttl (ms): how long a done row is kept whole

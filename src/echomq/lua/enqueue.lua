@@ -5,6 +5,14 @@
   and reports duplicate (same lane and payload digest) or conflict (anything else differs). A trimmed
   row keeps its lane and digest as a tombstone, so late duplicates are still absorbed.
 
+  The row (include "row"): lane 'l', max attempts 'm', the payload in chunks of at most 64 bytes
+  ('1', '2', ...), priority 'p' only when not 0, state 's' only when delayed (absent: queued); no
+  digest (it is the payload's, the first 8 bytes of its sha1, computed when needed) and no admission
+  time (the id's mint time). So a small payload's row stays a compact listpack.
+
+  Lost reply: the job is admitted; a retry (same id, lane and payload) is a duplicate and changes
+  nothing.
+
   Input:
     KEYS[1] job     (hash)  the row emq:{t}:job:<JOB>
     KEYS[2] lane    (zset)  the lane's queued ids, score = priority
@@ -35,9 +43,9 @@ local maxAttempts, priority, delayMs, wakeCap =
 
 -- @include "admit"
 
-local digest = redis.sha1hex(payload)
+local digest = payload_digest(payload)
 local existing = admission_of(jobKey, statsKey, lane, digest)
 if existing then return existing end
 local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
-  jobId, lane, payload, digest, maxAttempts, priority, delayMs, wakeCap)
+  jobId, lane, payload, digest, false, maxAttempts, priority, delayMs, wakeCap)
 return reply

@@ -9,7 +9,9 @@
   the race with its own finish) the caller is told 'finished', which is not counted as a revocation
   (a trimmed row's tombstone drops the request: there the token alone tells). Otherwise the lease was
   reaped, or the job is another claim's: the caller is told 'revoked' and should stop the job before
-  any further side effect. An empty request id fences by the token alone.
+  any further side effect. An empty request id fences by the token alone. The row's fields are one
+  letter (include "row"): 's' state (absent: queued), 'a' attempts, 'r' request, 'l' lane, 'd'
+  deadline.
 
   Input:
     KEYS[1] job    (hash)  the row
@@ -30,18 +32,18 @@
 local jobKey, activeKey, statsKey = KEYS[1], KEYS[2], KEYS[3]
 local jobId, token, request, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 
-local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'request')
-if not row[1] then return {-1, ''} end
--- This claim's: under its token and, named, by its request (a tombstone, without 'request': the token).
+local row = redis.call('HMGET', jobKey, 's', 'a', 'r', 'l')
+if not row[4] then return {-1, ''} end
+-- This claim's: under its token and, named, by its request (a tombstone, without 'r': the token).
 local ours = row[2] == token and (request == '' or (row[3] or request) == request)
 if row[1] == 'done' and ours then return {2, 'done'} end
 if row[1] ~= 'active' or not ours then
   redis.call('HINCRBY', statsKey, 'revoked', 1)
-  return {0, row[1]}
+  return {0, row[1] or 'queued'}
 end
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + leaseMs
 redis.call('ZADD', activeKey, deadline, jobId)
-redis.call('HSET', jobKey, 'deadline', deadline)
+redis.call('HSET', jobKey, 'd', deadline)
 redis.call('HINCRBY', statsKey, 'extended', 1)
 return {1, deadline}

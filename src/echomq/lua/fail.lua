@@ -7,7 +7,9 @@
   claim of the id's earlier life holds the same token): when its tries reached max attempts (or the
   failure is not retryable) it moves to dead with the error; otherwise it goes back to its lane at once
   (delay 0) or to delayed until now + delay (the caller computes the exponential backoff with jitter).
-  A stale token, or another claim call's request, changes nothing. An empty request id fences by the
+  A stale token, or another claim call's request, changes nothing. The row's fields are one letter
+  (include "row"): 's' state (absent: queued), 'a' attempts, 't' tries, 'm' max, 'p' priority, 'l'
+  lane, 'r' request, 'd' deadline, 'f' finished, 'e' error, 'n' ended. An empty request id fences by the
   token alone.
 
   Retention, amortised with the work: a fail that dead-letters first trims up to two dead rows that
@@ -15,7 +17,7 @@
   dead holds the rows within the dead ttl and hardly any more, however fast jobs die. Trimmed rows'
   keys are built from ARGV[9] (the bus prefix, whose hash tag puts them in the slot).
 
-  Lost reply: the job was sent back (or dead-lettered) and the row's 'ended' words record it under the
+  Lost reply: the job was sent back (or dead-lettered) and the row's 'n' (ended) words record it under the
   token and request id (include "ended"). A retry of the same call finds that word and answers
   { 3, state } or { 4, state }: this claim's fail landed; nothing changes, nothing is counted. The word
   names the request because a row admitted anew writes its own words under restarted tokens: a call of
@@ -64,26 +66,26 @@ local prefix, deadTtl, dedupWindow = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[
 
 -- @include "ended"
 
-local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'tries', 'max', 'priority', 'lane', 'request')
-if not row[1] then return {-1, ''} end
+local row = redis.call('HMGET', jobKey, 's', 'a', 't', 'm', 'p', 'l', 'r')
+if not row[6] then return {-1, ''} end
 if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[7] ~= request) then
   local how = ended_as(jobKey, token, request)
-  if how == 'q' then return {3, row[1]} end
-  if how == 'x' then return {4, row[1]} end
+  if how == 'q' then return {3, state_of(row[1])} end
+  if how == 'x' then return {4, state_of(row[1])} end
   redis.call('HINCRBY', statsKey, 'stale', 1)
-  return {0, row[1]}
+  return {0, state_of(row[1])}
 end
 if row[6] ~= lane then return {-2, row[6]} end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREM', activeKey, jobId)
-redis.call('HDEL', jobKey, 'deadline')
+redis.call('HDEL', jobKey, 'd')
 
-if (not retryable) or tonumber(row[3]) >= tonumber(row[4]) then
+if (not retryable) or tonumber(row[3] or 0) >= tonumber(row[4]) then
   trim_expired(deadKey, statsKey, prefix, now, deadTtl, dedupWindow, TRIM_PER_FINISH)
   redis.call('ZADD', deadKey, now, jobId)
-  redis.call('HSET', jobKey, 'state', 'dead', 'finished', now, 'error', err)
+  redis.call('HSET', jobKey, 's', 'dead', 'f', now, 'e', err)
   redis.call('HINCRBY', statsKey, 'dead', 1)
   note_ended(jobKey, token, request, 'x')
   return {2, 'dead'}
@@ -93,14 +95,15 @@ redis.call('HINCRBY', statsKey, 'retried', 1)
 note_ended(jobKey, token, request, 'q')
 if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
-  redis.call('HSET', jobKey, 'state', 'delayed', 'error', err)
+  redis.call('HSET', jobKey, 's', 'delayed', 'e', err)
 else
-  redis.call('ZADD', laneKey, tonumber(row[5]), jobId)
+  redis.call('ZADD', laneKey, tonumber(row[5] or 0), jobId)
   if redis.call('ZCARD', laneKey) == 1 then
     redis.call('RPUSH', ringKey, lane)
     redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
   end
-  redis.call('HSET', jobKey, 'state', 'queued', 'error', err)
+  redis.call('HSET', jobKey, 'e', err)
+  redis.call('HDEL', jobKey, 's')  -- absent: queued
 end
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 if delayMs > 0 then return {1, 'delayed'} end

@@ -6,10 +6,12 @@
   back to its lane at its mint position; the try is not counted against max attempts (tries - 1), but
   the attempts token stays, so the releasing worker can never finish it later. The job must be active
   under the caller's token and, when the caller gives its claim's request id (ARGV[3]), claimed by that
-  request (the row's 'request'; see complete.lua: a claim of the id's earlier life holds the same
-  token); otherwise nothing changes (stale). An empty request id fences by the token alone.
+  request (the row's 'r'; see complete.lua: a claim of the id's earlier life holds the same token);
+  otherwise nothing changes (stale). An empty request id fences by the token alone. The row's fields
+  are one letter (include "row"): 's' state (absent: queued), 'a' attempts, 'p' priority, 'l' lane,
+  'r' request, 't' tries, 'd' deadline, 'n' ended.
 
-  Lost reply: the job is back in its lane and the row's 'ended' words record the release under the
+  Lost reply: the job is back in its lane and the row's 'n' (ended) words record the release under the
   token and request id (include "ended"). A retry of the same call finds that word and answers
   { 3, state }: this claim's release landed; nothing changes, nothing is counted. The word names the
   request because a row admitted anew writes its own words under restarted tokens: a call of an
@@ -44,25 +46,25 @@ local jobId, token, request, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], ARGV[4],
 
 -- @include "ended"
 
-local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'priority', 'lane', 'request')
-if not row[1] then return {-1, ''} end
+local row = redis.call('HMGET', jobKey, 's', 'a', 'p', 'l', 'r')
+if not row[4] then return {-1, ''} end
+local state = row[1] or 'queued'
 if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[5] ~= request) then
-  if ended_as(jobKey, token, request) == 'r' then return {3, row[1]} end
+  if ended_as(jobKey, token, request) == 'r' then return {3, state} end
   redis.call('HINCRBY', statsKey, 'stale', 1)
-  return {0, row[1]}
+  return {0, state}
 end
 if row[4] ~= lane then return {-2, row[4]} end
 
 redis.call('ZREM', activeKey, jobId)
-redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
+redis.call('ZADD', laneKey, tonumber(row[3] or 0), jobId)
 if redis.call('ZCARD', laneKey) == 1 then
   redis.call('RPUSH', ringKey, lane)
   redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
 end
-redis.call('HINCRBY', jobKey, 'tries', -1)
+redis.call('HINCRBY', jobKey, 't', -1)
 note_ended(jobKey, token, request, 'r')
-redis.call('HSET', jobKey, 'state', 'queued')
-redis.call('HDEL', jobKey, 'deadline')
+redis.call('HDEL', jobKey, 's', 'd')  -- 's' absent: queued
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'released', 1)
 return {1, 'queued'}

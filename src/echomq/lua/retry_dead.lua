@@ -4,7 +4,9 @@
   Called by echomq.dead.retry_dead and echomq.dead.retry_all_dead. Only a dead job moves; its attempts
   token keeps counting up (so no earlier claim can ever finish it), its tries restart at 0.
 
-  Request id: the row keeps the id of the request that last moved it ('retried_by'). A call with that
+  Request id: the row keeps the id of the request that last moved it ('b', retried_by; the row's
+  fields are one letter, include "row": 's' state, absent while queued, 'l' lane, 'p' priority, 'T'
+  trimmed, 't' tries, 'f' finished). A call with that
   same id never moves the job again, and answers that it moved it: so a call retried after its reply
   was lost tells the truth (moved), and one `retry --all` run retries each dead job at most once, even
   if a worker dead-letters it again before the run ends.
@@ -37,10 +39,10 @@
 local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobId, prefix, wakeCap, request = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
-local row = redis.call('HMGET', jobKey, 'state', 'lane', 'priority', 'trimmed', 'retried_by')
-if not row[1] then return {-1, ''} end
-if row[5] == request then return {2, row[1]} end
-if row[1] ~= 'dead' or row[4] then return {0, row[1]} end  -- a trimmed tombstone has no payload left
+local row = redis.call('HMGET', jobKey, 's', 'l', 'p', 'T', 'b')
+if not row[2] then return {-1, ''} end
+if row[5] == request then return {2, row[1] or 'queued'} end
+if row[1] ~= 'dead' or row[4] then return {0, row[1] or 'queued'} end  -- a trimmed tombstone has no payload left
 
 -- @include "slot"
 
@@ -50,13 +52,13 @@ if slot_moving(prefix) and not here(laneKey) then
   return {-3, row[2]}
 end
 redis.call('ZREM', deadKey, jobId)
-redis.call('ZADD', laneKey, tonumber(row[3]), jobId)
+redis.call('ZADD', laneKey, tonumber(row[3] or 0), jobId)
 if redis.call('ZCARD', laneKey) == 1 then
   redis.call('RPUSH', ringKey, row[2])
   redis.call('HSET', waitingKey, row[2], redis.call('HGET', statsKey, 'claimed') or 0)
 end
-redis.call('HSET', jobKey, 'state', 'queued', 'tries', 0, 'retried_by', request)
-redis.call('HDEL', jobKey, 'finished')
+redis.call('HSET', jobKey, 'b', request)
+redis.call('HDEL', jobKey, 's', 't', 'f')  -- queued ('s' absent), tries 0 ('t' absent)
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'resurrected', 1)
 return {1, 'queued'}

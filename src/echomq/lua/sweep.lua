@@ -7,7 +7,7 @@
     2. reclaim: active jobs whose lease deadline (server clock) has passed go back to their lane at
        their mint position, or to dead when their tries reached max attempts;
     3. trim: done rows finished the result ttl or more ago, and dead rows dead-lettered the dead ttl
-       or more ago, keep only a tombstone (state, lane, digest, attempts) that expires one dedup
+       or more ago, keep only a tombstone (state, lane, digest, attempts, ...) that expires one dedup
        window after the finish, so late duplicates are still absorbed (a tombstone already past its
        window is deleted at once); the rule is includes/trim.lua's (always done).
   Step 2 runs only when the sweep lock is free (ARGV[3] > 0) or forced (ARGV[3] == 0), so N workers on
@@ -15,8 +15,11 @@
   a few expired rows itself (complete, score, fail's dead path), which keeps up with any throughput, and
   each sweep takes up to ARGV[2] more of each set, which catches up after a burst or on an idle bus.
 
-  Punctuality: a promoted row keeps its due time ('due', ms); the claim that starts it turns that
-  into 'late' (ms from the due time to that claim, server clock), kept on the row.
+  Punctuality: a promoted row keeps its due time ('u', ms); the claim that starts it turns that
+  into 'k', late (ms from the due time to that claim, server clock), kept on the row.
+
+  The row's fields are one letter (include "row"): 'l' lane, 'p' priority (absent: 0), 't' tries
+  (absent: 0), 'm' max attempts, 'd' deadline, 's' state (absent: queued), 'f' finished, 'e' error.
 
   Wake-ups: one token per job moved to a lane (promoted or reclaimed), up to the wake cap, so as many
   idle workers wake as the moved jobs can use (a worker woken for nothing claims nothing, and that
@@ -83,12 +86,12 @@ end
 
 local function toLane(jobId, jobKey, lane, priority)
   local laneKey = prefix .. 'lane:' .. lane
-  redis.call('ZADD', laneKey, tonumber(priority), jobId)
+  redis.call('ZADD', laneKey, tonumber(priority or 0), jobId)
   if redis.call('ZCARD', laneKey) == 1 then
     redis.call('RPUSH', ringKey, lane)
     redis.call('HSET', waitingKey, lane, serial)
   end
-  redis.call('HSET', jobKey, 'state', 'queued')
+  redis.call('HDEL', jobKey, 's')  -- absent: queued (include "row")
   queued = queued + 1
 end
 
@@ -99,12 +102,12 @@ for i = 1, #due, 2 do
   local jobId = due[i]
   local jobKey = prefix .. 'job:' .. jobId
   if not local_step(jobKey, nil) then break end
-  local row = redis.call('HMGET', jobKey, 'lane', 'priority')
+  local row = redis.call('HMGET', jobKey, 'l', 'p')
   if not local_step(jobKey, row[1]) then break end
   redis.call('ZREM', delayedKey, jobId)
   if row[1] then
     toLane(jobId, jobKey, row[1], row[2])
-    redis.call('HSET', jobKey, 'due', due[i + 1])  -- the claim that starts it records its lateness
+    redis.call('HSET', jobKey, 'u', due[i + 1])  -- the claim that starts it records its lateness
     promoted = promoted + 1
   end
 end
@@ -114,17 +117,17 @@ if not elsewhere and (lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX',
   for _, jobId in ipairs(redis.call('ZRANGEBYSCORE', activeKey, '-inf', '(' .. now, 'LIMIT', 0, limit)) do
     local jobKey = prefix .. 'job:' .. jobId
     if not local_step(jobKey, nil) then break end
-    local row = redis.call('HMGET', jobKey, 'lane', 'priority', 'tries', 'max')
+    local row = redis.call('HMGET', jobKey, 'l', 'p', 't', 'm')
     local lane = row[1]
-    if row[1] and tonumber(row[3]) >= tonumber(row[4]) then lane = nil end  -- to dead, no lane
+    if row[1] and tonumber(row[3] or 0) >= tonumber(row[4]) then lane = nil end  -- to dead, no lane
     if not local_step(jobKey, lane) then break end
     redis.call('ZREM', activeKey, jobId)
-    redis.call('HDEL', jobKey, 'deadline')
+    redis.call('HDEL', jobKey, 'd')
     if row[1] then
-      if tonumber(row[3]) >= tonumber(row[4]) then
+      if tonumber(row[3] or 0) >= tonumber(row[4]) then
         redis.call('ZADD', deadKey, now, jobId)
-        redis.call('HSET', jobKey, 'state', 'dead', 'finished', now,
-          'error', 'lease expired on the last of ' .. row[4] .. ' attempts')
+        redis.call('HSET', jobKey, 's', 'dead', 'f', now,
+          'e', 'lease expired on the last of ' .. row[4] .. ' attempts')
         dead = dead + 1
       else
         toLane(jobId, jobKey, row[1], row[2])

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from echomq.keyspace import Keyspace
+from echomq.rows import decode as decode_row
 
 # A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
 Client = Any
@@ -36,14 +37,15 @@ def locations(client: Client, keys: Keyspace) -> dict[str, list[str]]:
 
 
 def job_rows(client: Client, keys: Keyspace) -> dict[str, dict[str, str]]:
-    """job id -> its row (payload and result left out)."""
+    """job id -> its row under its documented names (:func:`echomq.rows.decode`; payload, result and
+    digest left out)."""
     out = {}
     for key in client.scan_iter(match=f"{keys.prefix}job:*", count=1000):
-        row = client.hgetall(key)
+        row = decode_row(client.hgetall(key))  # type: ignore[arg-type]
         out[key.decode()[len(keys.prefix) + len("job:") :]] = {
-            k.decode(): v.decode("utf-8", "replace")
+            k: v.decode("utf-8", "replace")
             for k, v in row.items()
-            if k not in (b"payload", b"result")
+            if k not in ("payload", "result", "digest")
         }
     return out
 

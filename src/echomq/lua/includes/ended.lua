@@ -1,6 +1,6 @@
 -- include "ended": how recent claims of a job ended, so a retried finishing call answers truthfully.
 --
--- A row's 'ended' field lists the last few claims that fail or release ended, newest first, as
+-- A row's 'n' (ended) field lists the last few claims that fail or release ended, newest first, as
 -- '<token><how><request>' words: 'q' fail sent it back (queued or delayed), 'x' fail dead-lettered it, 'r'
 -- release gave it back; <request> is the request id the ending call named ('' for none). Only the call
 -- that ended claim <token> writes its word, so a word for a token (and request) proves that this very
@@ -17,17 +17,17 @@ local ENDED_KEPT = 4  -- words kept: a retry is told the truth unless this many 
 -- Record that claim `token` of the claim call `request` ('' for none) ended `how` ('q', 'x' or 'r').
 local function note_ended(jobKey, token, request, how)
   local words = {token .. how .. request}
-  for word in string.gmatch(redis.call('HGET', jobKey, 'ended') or '', '%S+') do
+  for word in string.gmatch(redis.call('HGET', jobKey, 'n') or '', '%S+') do
     if #words >= ENDED_KEPT then break end
     words[#words + 1] = word
   end
-  redis.call('HSET', jobKey, 'ended', table.concat(words, ' '))
+  redis.call('HSET', jobKey, 'n', table.concat(words, ' '))
 end
 
 -- How claim `token` of the claim call `request` ended ('q', 'x' or 'r'), or nil when no fail or release
 -- of that claim is recorded. An empty `request` matches the token's latest word, whatever its request.
 local function ended_as(jobKey, token, request)
-  for word in string.gmatch(redis.call('HGET', jobKey, 'ended') or '', '%S+') do
+  for word in string.gmatch(redis.call('HGET', jobKey, 'n') or '', '%S+') do
     local t, how, by = string.match(word, '^(%d+)(%a)(.*)$')
     if t == token and (request == '' or by == request) then return how end
   end

@@ -1,11 +1,13 @@
 -- include "finish": the two halves of the fenced completion (see complete.lua for the contract).
+-- The row's fields are one letter (include "row", which "trim" brings): 's' state, 'a' attempts, 'r'
+-- request, 'l' lane, 'f' finished, 'x' result, 'd' deadline.
 -- @include "trim"
 
 -- Is the row's claim the caller's: under `token`, and, when the caller names its claim call (`request`
 -- not ''), claimed by that very call? The token alone cannot tell a job's lives apart: an id finished,
 -- trimmed, forgotten and admitted anew restarts its attempts, so a claim of its earlier life holds the
 -- token its new life's claim holds now; the request id (claim.lua stores it on the row) differs. A row
--- without a 'request' field (a tombstone: the trim drops it to keep tombstones small) is judged by the
+-- without a request ('r') field (a tombstone: the trim drops it to keep tombstones small) is judged by the
 -- token alone; no claim can act on a tombstone, so that only words a retry's answer (see fence).
 local function claimed_by(row, token, request)
   return row[2] == token and (request == '' or (row[3] or request) == request)
@@ -17,13 +19,13 @@ end
 -- (not active, or active under a newer token or another claim call's request), counted as 'stale'.
 -- An empty `request` fences by the token alone.
 local function fence(jobKey, statsKey, token, request)
-  local row = redis.call('HMGET', jobKey, 'state', 'attempts', 'request')
-  if not row[1] then return {-1, ''} end
+  local row = redis.call('HMGET', jobKey, 's', 'a', 'r', 'l')
+  if not row[4] then return {-1, ''} end
   local ours = claimed_by(row, token, request)
   if row[1] == 'done' and ours then return {4, 'done'} end
   if row[1] ~= 'active' or not ours then
     redis.call('HINCRBY', statsKey, 'stale', 1)
-    return {0, row[1]}
+    return {0, state_of(row[1])}
   end
   return nil
 end
@@ -39,7 +41,7 @@ local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result,
   trim_expired(doneKey, statsKey, prefix, now, resultTtl, dedupWindow, TRIM_PER_FINISH)
   redis.call('ZREM', activeKey, jobId)
   redis.call('ZADD', doneKey, now, jobId)
-  redis.call('HSET', jobKey, 'state', 'done', 'finished', now, 'result', result)
-  redis.call('HDEL', jobKey, 'deadline')
+  redis.call('HSET', jobKey, 's', 'done', 'f', now, 'x', result)
+  redis.call('HDEL', jobKey, 'd')
   redis.call('HINCRBY', statsKey, 'completed', 1)
 end

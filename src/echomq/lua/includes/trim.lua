@@ -1,9 +1,10 @@
 -- include "trim": retention of finished rows, amortised with the work that finishes them.
 --
 -- A finished row (in done or dead) is kept whole for its set's ttl (result ttl, dead ttl), then trimmed:
--- it leaves the set and keeps only its tombstone (state, lane, digest, attempts, tries, max, created,
--- finished, and 'trimmed' = the time of the trim), which expires one dedup window after its finish (at
--- once when that is already past), so a late duplicate of the id is still answered duplicate/conflict.
+-- it leaves the set and keeps only its tombstone (include "row"'s fields: state 's', lane 'l', the
+-- 8-byte admission digest 'g', attempts 'a', tries 't', max 'm', finished 'f', the fail/release words
+-- 'n', and 'T' = the time of the trim), which expires one dedup window after its finish (at once when
+-- that is already past), so a late duplicate of the id is still answered duplicate/conflict.
 --
 -- Who trims: every script that adds a row to done or dead first trims up to TRIM_PER_FINISH expired rows
 -- of that set (complete_job of the "finish" include, fail.lua's dead path), and every sweep trims up to
@@ -12,9 +13,13 @@
 -- the last finish (the sweep takes those when the bus goes idle), and memory stays flat.
 
 -- @include "slot"
+-- @include "row"
 
 -- Expired rows a finish trims from its set: more than the one row it adds.
 local TRIM_PER_FINISH = 2
+
+-- The fields a tombstone keeps besides its digest 'g' and 'T' (see above).
+local TOMBSTONE_KEEPS = {'s', 'l', 'a', 't', 'm', 'f', 'n'}
 
 -- Trim up to `count` rows of `setKey` (done or dead) whose finish time is `ttl` ms or more before
 -- `now` (ms), oldest first (ties by id); job keys are built from `prefix`. Counts 'trimmed' in
@@ -24,8 +29,7 @@ local TRIM_PER_FINISH = 2
 -- there with nothing of that row written.
 -- An id whose row is gone leaves the set and writes nothing. The tombstone is written anew rather than
 -- left as the row with fields deleted: a row that held a large payload is a hash table in Redis, and
--- stays one after HDEL (about 800 bytes for the few fields left); written anew they are a listpack
--- (about 300 bytes), and tombstones are most of a busy bus's memory (they outlive whole rows).
+-- stays one after HDEL; written anew its few small fields take the compact encoding.
 local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
   local old = redis.call('ZRANGEBYSCORE', setKey, '-inf', now - ttl, 'WITHSCORES', 'LIMIT', 0, count)
   local trimmed = 0
@@ -38,16 +42,29 @@ local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
     -- this script deleted could not be written again on the source (see include "slot").
     if moving == nil then moving = slot_moving(prefix) end
     if moving and not here(jobKey) then break end
-    local dropped = redis.pcall('HDEL', jobKey, 'payload', 'result', 'error', 'owner', 'claimed_at', 'priority',
-      'retried_by', 'late', 'request')
-    if type(dropped) ~= 'number' then break end  -- not served here: nothing of this row was written
-    local kept = redis.call('HGETALL', jobKey)
-    if #kept > 0 and moving then
-      redis.call('HSET', jobKey, 'trimmed', now)
-      redis.call('PEXPIREAT', jobKey, finished + window)
-    elseif #kept > 0 then
-      redis.call('DEL', jobKey)  -- written anew, the few small fields left take the compact encoding
-      redis.call('HSET', jobKey, 'trimmed', now, unpack(kept))
+    local row = redis.pcall('HMGET', jobKey, 'g', '1', unpack(TOMBSTONE_KEEPS))
+    if type(row) ~= 'table' or row.err then break end  -- not served here: nothing of this row written
+    if row[4] then  -- the row has its lane: it exists
+      local digest = row[1] or payload_digest(read_payload(jobKey, row[2]) or '')
+      local fields = {'T', now, 'g', digest}
+      local keep = {T = true, g = true}
+      for j, name in ipairs(TOMBSTONE_KEEPS) do
+        keep[name] = true
+        if row[j + 2] then
+          fields[#fields + 1] = name
+          fields[#fields + 1] = row[j + 2]
+        end
+      end
+      if moving then  -- in place: every other field deleted
+        local drop = {}
+        for _, name in ipairs(redis.call('HKEYS', jobKey)) do
+          if not keep[name] then drop[#drop + 1] = name end
+        end
+        if #drop > 0 then redis.call('HDEL', jobKey, unpack(drop)) end
+      else
+        redis.call('DEL', jobKey)  -- written anew, the few small fields left take the compact encoding
+      end
+      redis.call('HSET', jobKey, unpack(fields))
       redis.call('PEXPIREAT', jobKey, finished + window)
     end
     redis.call('ZREM', setKey, jobId)

@@ -1,0 +1,65 @@
+-- include "row": the job row's short field names, its payload chunks and its admission digest.
+--
+-- A row is a small hash, and Redis keeps a hash compact (a listpack; a ziplist on 6.2) only while every
+-- field and value is at most 64 bytes and it has at most 512 fields (hash-max-listpack-value/-entries,
+-- the defaults, never changed). So the field names are one letter (echomq.rows maps them back to the
+-- documented names), a field that would hold its default is left out, and the payload is split into
+-- chunks of at most 64 bytes in the fields '1', '2', ... ('1' always present, '' for an empty payload):
+--
+--   s state      absent while queued; 'delayed' | 'active' | 'done' | 'dead'
+--   l lane       always present: a row exists iff it has 'l'
+--   1, 2, ...    the payload in chunks of ROW_CHUNK bytes (gone from a tombstone)
+--   g digest     8 bytes: the admission digest when the caller chose it (codemojex's request digest)
+--                and on a tombstone; absent on a whole row admitted by enqueue (it is the payload's)
+--   a attempts   the fencing token (absent = 0)      t tries (absent = 0)     m max attempts
+--   p priority   (absent = 0)                        d deadline (ms)          c claimed_at (ms)
+--   o owner      r request (the claim call's id)     u due (ms, promoted)     k late (ms)
+--   f finished   e error     x result     n ended (include "ended")     b retried_by
+--   T trimmed    (ms; the row is a tombstone)
+--   w admitted   (ms) written by an application's admission that wants it (codemojex's submit)
+-- A job's admission time is its id's mint time (echomq.ids.timestamp_ms); no field holds it.
+
+local ROW_CHUNK = 64
+
+-- The 8 leading bytes of a hex digest (40 hex digits of a sha1), as raw bytes; any other text is
+-- first hashed (sha1) so that it has a digest too.
+local function short_digest(hex)
+  if not string.match(hex, '^' .. string.rep('%x', 16)) then hex = redis.sha1hex(hex) end
+  local bytes = {}
+  for i = 1, 16, 2 do bytes[#bytes + 1] = string.char(tonumber(string.sub(hex, i, i + 1), 16)) end
+  return table.concat(bytes)
+end
+
+-- The admission digest of a payload admitted by enqueue (no digest of the caller's).
+local function payload_digest(payload)
+  return short_digest(redis.sha1hex(payload))
+end
+
+-- Append the payload's chunk fields and values to the HSET argument list `args`.
+local function payload_args(args, payload)
+  local n = 0
+  repeat
+    n = n + 1
+    args[#args + 1] = tostring(n)
+    args[#args + 1] = string.sub(payload, (n - 1) * ROW_CHUNK + 1, n * ROW_CHUNK)
+  until n * ROW_CHUNK >= #payload
+  return args
+end
+
+-- The payload of the row at `jobKey`, given its first chunk (field '1', already read), or nil when
+-- `first` is nil (no row, or a tombstone).
+local function read_payload(jobKey, first)
+  if not first then return nil end
+  local parts = {first}
+  while #parts[#parts] == ROW_CHUNK do
+    local more = redis.call('HGET', jobKey, tostring(#parts + 1))
+    if not more then break end
+    parts[#parts + 1] = more
+  end
+  return table.concat(parts)
+end
+
+-- The state a row's 's' field names (absent: queued).
+local function state_of(s)
+  return s or 'queued'
+end
