@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from dataclasses import dataclass
 
 import redis
 
@@ -74,20 +75,43 @@ def queued_specs(count: int, lane_count: int, payload_bytes: int) -> list[NewJob
     return [NewJob(ids.mint("JOB"), lane_names[i % lane_count], payload) for i in range(count)]
 
 
-def per_queued_job(client: redis.Redis, url: str, count: int, lane_count: int, payload_bytes: int) -> float:
-    """Bytes of ``used_memory`` per queued job: ``count`` jobs over ``lane_count`` lanes."""
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Bytes of ``used_memory`` per job, and the encodings that explain it (OBJECT ENCODING)."""
+
+    bytes_per_job: float
+    encodings: dict[str, str]
+
+
+def _encoding(client: redis.Redis, key: str) -> str:
+    raw = client.object("encoding", key)
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def sample_queued(client: redis.Redis, url: str, count: int, lane_count: int, payload_bytes: int) -> Sample:
+    """``count`` queued jobs over ``lane_count`` lanes: bytes per job, the row's and a lane's encoding."""
     bus = _fresh_bus(url)
     specs = queued_specs(count, lane_count, payload_bytes)
     before = used_memory(client)
     enqueue_all(client, bus, specs)
     after = used_memory(client)
+    encodings = {
+        "row": _encoding(client, bus.keys.job(specs[-1].job)),
+        "lane": _encoding(client, bus.keys.lane(specs[-1].lane)),
+    }
     _drop(client, bus)
-    return (after - before) / count
+    return Sample((after - before) / count, encodings)
 
 
-def per_tombstone(client: redis.Redis, url: str, count: int, payload_bytes: int = 100) -> float:
+def per_queued_job(client: redis.Redis, url: str, count: int, lane_count: int, payload_bytes: int) -> float:
+    """Bytes of ``used_memory`` per queued job: ``count`` jobs over ``lane_count`` lanes."""
+    return sample_queued(client, url, count, lane_count, payload_bytes).bytes_per_job
+
+
+def sample_tombstones(client: redis.Redis, url: str, count: int, payload_bytes: int = 100) -> Sample:
     """Bytes per finished job once its row is trimmed to its tombstone (result ttl 0, dedup window 1 day):
-    ``count`` jobs enqueued, claimed, completed, then swept until no done row is left whole."""
+    ``count`` jobs enqueued, claimed, completed, then swept until no done row is left whole; the encoding
+    of the last job's tombstones' hash."""
     bus = _fresh_bus(url, Settings(result_ttl_ms=0))
     scripts = SyncScripts(client)
     specs = queued_specs(count, 1000, payload_bytes)
@@ -106,8 +130,14 @@ def per_tombstone(client: redis.Redis, url: str, count: int, payload_bytes: int 
     while client.zcard(bus.keys.done):
         scripts.run("sweep", sweep_keys, sweep_args)
     after = used_memory(client)
+    encodings = {"tombstones": _encoding(client, bus.keys.tombstone(specs[-1].job)[0])}
     _drop(client, bus)
-    return (after - before) / count
+    return Sample((after - before) / count, encodings)
+
+
+def per_tombstone(client: redis.Redis, url: str, count: int, payload_bytes: int = 100) -> float:
+    """Bytes per finished job's tombstone (see :func:`sample_tombstones`)."""
+    return sample_tombstones(client, url, count, payload_bytes).bytes_per_job
 
 
 def measure(url: str, count: int = JOBS) -> list[Figure]:

@@ -109,7 +109,7 @@ async def refund(game: Game, job_ids: Iterable[str]) -> list[RefundResult]:
             rows = [bus_rows.decode(raw) for raw in await pipe.execute()]
     results = []
     for job, row in zip(jobs, rows, strict=True):
-        state, lane, payload = row.get("state"), row.get("lane"), row.get("payload")
+        state, lane, payload = row.get("state"), row.get("lane", b""), row.get("payload")
         if state != b"dead":
             results.append(RefundResult(job, Refund.NOT_DEAD))
             continue

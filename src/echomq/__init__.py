@@ -24,7 +24,8 @@ from echomq.errors import (
     ScriptError,
     UnknownJob,
 )
-from echomq.jobs import Claim, JobInfo, NewJob
+from echomq.inspection import JobInfo
+from echomq.jobs import Claim, NewJob
 from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
 from echomq.states import Admission, Failure, Finish, JobState, Lease, Release

@@ -12,12 +12,13 @@ from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 
-from echomq import dead, finish, jobs, lanes, stats, sweep
+from echomq import dead, finish, inspection, jobs, lanes, stats, sweep
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
 from echomq.errors import translate_redis_errors
-from echomq.jobs import Claim, JobInfo, NewJob
+from echomq.inspection import JobInfo
+from echomq.jobs import Claim, NewJob
 from echomq.lanes import Claimed
 from echomq.states import Admission, Failure, Finish, Lease, Release
 from echomq.stats import Stats
@@ -112,7 +113,7 @@ class Bus(BusCore):
         return await dead.retry_all_dead(self, batch=batch)
 
     async def inspect(self, job: str) -> JobInfo:
-        return await jobs.inspect(self, job)
+        return await inspection.inspect(self, job)
 
     async def sweep(self, *, lock_ms: int = 0, limit: int = sweep.DEFAULT_LIMIT) -> SweepReport:
         return await sweep.sweep(self, lock_ms=lock_ms, limit=limit)

@@ -1,6 +1,6 @@
-"""Admission and inspection: enqueue, enqueue_many, inspect; the :class:`Claim` a worker holds, and the
-reply codes every script shares. The finishing calls (complete, fail, extend, release) are
-:mod:`echomq.finish`.
+"""Admission: enqueue, enqueue_many; the :class:`Claim` a worker holds, and the reply codes every script
+shares. The finishing calls (complete, fail, extend, release) are :mod:`echomq.finish`; inspection is
+:mod:`echomq.inspection`; the row's stored fields are :mod:`echomq.rows`.
 
 Guarantees provided here:
 
@@ -9,7 +9,9 @@ Guarantees provided here:
   id with another lane or payload is ``Admission.CONFLICT`` and changes nothing (it is never silently
   dropped or overwritten). Duplicates are absorbed for the bus's dedup window after the job finished
   (default 24 h): the row is kept whole for ``result_ttl_ms`` (default 1 h), then trimmed to a
-  tombstone of a few fields (state, lane, payload digest, attempts) that expires at the window's end.
+  tombstone (state, attempts, 8 bytes of digest of the lane and payload: a field of a hash shared by the
+  ids minted in the same ~65 s, :meth:`~echomq.keyspace.Keyspace.tombstone`) that counts until the
+  window's end.
   After that the same id would be admitted anew. Dead rows are kept whole for ``dead_ttl_ms`` (180
   days) for inspection and :func:`echomq.dead.retry_dead`, then trimmed the same way (see
   :mod:`echomq.finish`: "Retention").
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from echomq import ids, rows
+from echomq import ids
 from echomq._validate import check_int
 from echomq.errors import (
     InvalidLane,
@@ -36,7 +38,7 @@ from echomq.errors import (
     translate_redis_errors,
 )
 from echomq.keyspace import JOB_BRAND, check_lane, check_request
-from echomq.states import Admission, JobState
+from echomq.states import Admission
 
 if TYPE_CHECKING:
     from echomq.core import BusCore
@@ -79,29 +81,6 @@ class NewJob:
     max_attempts: int = 5
     priority: int = 0
     delay_ms: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class JobInfo:
-    """A job's row and location, as :func:`inspect` found it."""
-
-    job: str
-    state: JobState
-    lane: str
-    location: str | None  # the key holding the id; None for a trimmed tombstone
-    attempts: int
-    tries: int
-    max_attempts: int
-    priority: int | None
-    created_ms: int | None
-    deadline_ms: int | None
-    finished_ms: int | None
-    late_ms: int | None  # how late the latest claim of a job promoted from delayed started (server clock)
-    owner: str | None
-    error: str | None
-    payload: bytes | None
-    result: bytes | None
-    trimmed: bool
 
 
 def check_token(token: object) -> int:
@@ -222,64 +201,6 @@ def reply_code(name: str, reply: Any, job: str) -> int:
     if code == -2:
         raise InvalidLane(f"the claim names another lane than job {job}'s, which is {reply[1].decode()!r}")
     return code
-
-
-def _location(bus: BusCore, state: JobState, lane: str) -> str:
-    keys = bus.keys
-    return {
-        JobState.QUEUED: keys.lane(lane),
-        JobState.DELAYED: keys.delayed,
-        JobState.ACTIVE: keys.active,
-        JobState.DONE: keys.done,
-        JobState.DEAD: keys.dead,
-    }[state]
-
-
-def _opt_int(row: dict[str, bytes], field: str) -> int | None:
-    value = row.get(field)
-    return None if value is None else int(value)
-
-
-def _opt_str(row: dict[str, bytes], field: str) -> str | None:
-    value = row.get(field)
-    return None if value is None else value.decode("utf-8", "replace")
-
-
-async def inspect(bus: BusCore, job: str) -> JobInfo:
-    """Read a job's row and confirm its location; raises :class:`UnknownJob` if there is no row.
-
-    The row's stored fields are short (:mod:`echomq.rows`); this maps them back to the documented names.
-    The admission time is the row's when the application wrote one, else the id's mint time."""
-    job_key = bus.keys.job(job)
-    with translate_redis_errors():
-        raw: dict[bytes, bytes] = await bus.redis.hgetall(job_key)  # type: ignore[assignment]
-    row = rows.decode(raw)
-    if not row:
-        raise UnknownJob(f"no job {job}: never admitted, or its tombstone expired")
-    state = JobState(row["state"].decode())
-    lane = row["lane"].decode()
-    trimmed = "trimmed" in row
-    location = None if trimmed else _location(bus, state, lane)
-    created = _opt_int(row, "created")
-    return JobInfo(
-        job=job,
-        state=state,
-        lane=lane,
-        location=location,
-        attempts=int(row.get("attempts", b"0")),
-        tries=int(row.get("tries", b"0")),
-        max_attempts=int(row.get("max", b"0")),
-        priority=_opt_int(row, "priority"),
-        created_ms=ids.timestamp_ms(job) if created is None else created,
-        deadline_ms=_opt_int(row, "deadline"),
-        finished_ms=_opt_int(row, "finished"),
-        late_ms=_opt_int(row, "late"),
-        owner=_opt_str(row, "owner"),
-        error=_opt_str(row, "error"),
-        payload=row.get("payload"),
-        result=row.get("result"),
-        trimmed=trimmed,
-    )
 
 
 def claims_from_reply(reply: Sequence[Any], request: str) -> list[Claim]:

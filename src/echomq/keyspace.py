@@ -10,6 +10,10 @@ ill-formed JOB id, :meth:`Keyspace.lane` raises :class:`InvalidLane` on an ill-f
 key                    type    holds
 =====================  ======  ===========================================================
 ``job:<JOB>``          hash    the row: state, lane, payload, attempts (fencing token), ...
+                               in one-letter fields, see :mod:`echomq.rows`
+``tomb:<7 digits>``    hash    tombstones of the finished ids minted in one ~65 s (the id's
+                               body's first 7 digits): rest of the id -> digest, state,
+                               attempts, expiry; expires with its latest tombstone
 ``lane:<lane>``        zset    queued job ids; score = priority, ties by id (mint order)
 ``ring``               list    the serviceable lanes, each once; in the ring iff non-empty
 ``active``             zset    claimed job ids scored by lease deadline (server ms)
@@ -34,6 +38,7 @@ from echomq import ids
 from echomq.errors import InvalidLane, InvalidOption, InvalidTag
 
 JOB_BRAND = "JOB"
+TOMB_DIGITS = 7  # digits of an id's body naming its tombstones' hash: 2**16 ms of mint time each
 _TAG = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 _LANE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _REQUEST = re.compile(r"[A-Za-z0-9_.:-]{0,64}")
@@ -75,6 +80,12 @@ class Keyspace:
     def job(self, job_id: str) -> str:
         """The row of ``job_id``; raises :class:`InvalidId` unless it is a well-formed JOB id."""
         return f"{self.prefix}job:{ids.check(job_id, JOB_BRAND)}"
+
+    def tombstone(self, job_id: str) -> tuple[str, str]:
+        """The hash and the field that hold the tombstone of ``job_id`` once its row is trimmed
+        (``lua/includes/row.lua``); raises :class:`InvalidId` unless it is a well-formed JOB id."""
+        ids.check(job_id, JOB_BRAND)
+        return f"{self.prefix}tomb:{job_id[3 : 3 + TOMB_DIGITS]}", job_id[3 + TOMB_DIGITS :]
 
     def lane(self, lane: str) -> str:
         """The queued set of ``lane``; raises :class:`InvalidLane` on an ill-formed name."""

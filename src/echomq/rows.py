@@ -41,6 +41,7 @@ A job's admission time in :class:`echomq.jobs.JobInfo` is ``w`` when present, el
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 CHUNK = 64  # bytes of payload per field: Redis's hash-max-listpack-value default
 
@@ -90,6 +91,25 @@ NAMES: dict[str, str] = {
 }
 
 QUEUED = b"queued"
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """What a trimmed job leaves in its tombstones' hash (:meth:`echomq.keyspace.Keyspace.tombstone`):
+    its state (done or dead), its attempts (the last token) and when it stops counting (server ms)."""
+
+    state: bytes
+    attempts: int
+    expires_ms: int
+
+
+def parse_tombstone(value: bytes | None) -> Tombstone | None:
+    """A tombstone's value (8 digest bytes, ``d`` or ``x``, ``<attempts>:<expiry ms>``), or None."""
+    if value is None or len(value) < 12:
+        return None
+    attempts, _, expires = value[9:].partition(b":")
+    state = b"dead" if value[8:9] == b"x" else b"done"
+    return Tombstone(state, int(attempts), int(expires))
 
 
 def _key(field: bytes | str) -> str:

@@ -325,6 +325,8 @@ async def test_a_trim_on_the_target_of_a_row_still_on_the_source_waits(short_bus
     migration, _ = await _mid_move(bus, cluster, sweep_keys, sweep_keys, True, bus.sweep)
     with redis.Redis(port=migration.target_port) as client:
         assert locations(client, keys).get(victim.job) == ["done"]
-    assert b"trimmed" not in _row(migration.target_port, keys, victim.job)
+    assert b"T" not in _row(migration.target_port, keys, victim.job)  # not trimmed in place
     assert (await bus.sweep()).trimmed >= 1
-    assert b"trimmed" in _row(migration.target_port, keys, victim.job)
+    assert _row(migration.target_port, keys, victim.job) == {}  # trimmed: the row gone, its tombstone
+    with redis.Redis(port=migration.target_port) as client:  # in the shared hash on the target
+        assert job_rows(client, keys)[victim.job]["trimmed"]

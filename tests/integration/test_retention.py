@@ -57,14 +57,13 @@ async def _finished(bus, count, *, lane="L", dead=False):
 
 
 def _assert_tombstone(probe, job, finished):
-    """The row of ``job`` is a tombstone: out of every set, payload and result gone, expiring one dedup
-    window after its finish."""
-    row = probe.row(job)
-    assert "trimmed" in row
-    assert not {"payload", "result", "error", "owner", "priority", "request"} & set(row)
-    assert {"state", "lane", "digest", "attempts", "finished"} <= set(row)
-    assert 0 < probe.client.pttl(probe.keys.job(job)) <= WINDOW_MS
-    assert int(row["finished"]) == finished
+    """``job`` is a tombstone: its row gone (payload and result with it), its tombstone in its shared
+    hash counting until one dedup window after its finish."""
+    assert probe.row(job) == {}
+    tomb = probe.tombstone(job)
+    assert tomb is not None
+    assert tomb.expires_ms == finished + WINDOW_MS
+    assert 0 < probe.tombstone_ttl(job) <= WINDOW_MS
 
 
 async def test_each_complete_trims_the_two_oldest_expired_done_rows_first(bus_with):
@@ -145,9 +144,8 @@ async def test_a_claim_replayed_after_its_id_was_admitted_anew_gets_nothing(bus_
 
 
 async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with):
-    """A row whose 40 kB payload (in 64-byte chunks, over 512 fields) made it a hash table in Redis
-    becomes a compact hash when trimmed (the same tombstone fields, under half the whole row's memory),
-    not a hash table of leftovers."""
+    """A row whose 40 kB payload (in 64-byte chunks, over 512 fields) made it a hash table in Redis is
+    deleted when trimmed: its tombstone is one field of the compact hash of its mint time's tombstones."""
     bus, probe = bus_with(result_ttl_ms=0, dedup_window_ms=WINDOW_MS)
     job = ids.mint("JOB")
     await bus.enqueue(job, lane="L", payload=b"x" * 40_000)
@@ -155,10 +153,13 @@ async def test_a_tombstone_is_stored_compactly_whatever_the_payload_was(bus_with
     await bus.complete(claim)
     whole = probe.client.memory_usage(bus.keys.job(job))
     assert probe.client.object("encoding", bus.keys.job(job)) == b"hashtable"
+    finished = int(probe.members("done")[job])
     assert (await bus.sweep()).trimmed == 1
-    assert probe.client.object("encoding", bus.keys.job(job)) in (b"listpack", b"ziplist")
-    assert probe.client.memory_usage(bus.keys.job(job)) * 2 < whole
-    _assert_tombstone(probe, job, int(probe.row(job)["finished"]))
+    assert probe.client.exists(bus.keys.job(job)) == 0
+    bucket = bus.keys.tombstone(job)[0]
+    assert probe.client.object("encoding", bucket) in (b"listpack", b"ziplist")
+    assert probe.client.memory_usage(bucket) * 20 < whole
+    _assert_tombstone(probe, job, finished)
     assert await bus.enqueue(job, lane="L", payload=b"x" * 40_000) is Admission.DUPLICATE
 
 
@@ -247,6 +248,14 @@ async def test_done_rows_stay_bounded_at_full_speed_with_a_zero_result_ttl(bus_w
     assert finished_producing.is_set()
 
 
+def _tombstones(probe, bus):
+    """Every tombstone of ``bus``, from its shared hashes."""
+    found = []
+    for key in probe.client.scan_iter(match=f"{bus.keys.prefix}tomb:*", count=1000):
+        found += [rows.parse_tombstone(value) for value in probe.client.hvals(key)]
+    return found
+
+
 async def test_rows_past_a_short_result_ttl_stay_bounded_and_none_is_trimmed_early(bus_with):
     """Completing 3,000 jobs in paced batches of 20 with a 100 ms result ttl and no sweep at all: after
     every batch the whole rows past their ttl stay few (each complete trims two), and no tombstone was
@@ -262,20 +271,14 @@ async def test_rows_past_a_short_result_ttl_stay_bounded_and_none_is_trimmed_ear
         outcomes = await asyncio.gather(*(bus.complete(claim, b"r" * 64) for claim in claims))
         assert outcomes == [Finish.DONE] * batch
         past_ttl.append(await bus.redis.zcount(bus.keys.done, "-inf", probe.now_ms() - ttl))
+        latest = max((t.expires_ms for t in _tombstones(probe, bus)), default=0) - WINDOW_MS
+        assert latest <= probe.now_ms() - ttl, "a row was trimmed before its ttl had passed"
         await asyncio.sleep(0.01)  # at most 20 jobs finish per 10 ms
     counters = probe.counters()
     assert counters["completed"] == total
     assert max(past_ttl) <= 400, f"{max(past_ttl)} whole rows past their ttl"
     assert counters["trimmed"] >= total - len(probe.members("done"))
-    pipe = probe.client.pipeline(transaction=False)
-    tombstones = 0
-    for key in probe.client.scan_iter(match=f"{bus.keys.prefix}job:*", count=1000):
-        pipe.hmget(key, rows.FINISHED, rows.TRIMMED)
-    for finished, trimmed in pipe.execute():
-        if trimmed is not None:
-            tombstones += 1
-            assert int(trimmed) - int(finished) >= ttl
-    assert tombstones == counters["trimmed"]
+    assert len(_tombstones(probe, bus)) == counters["trimmed"]
 
 
 async def test_a_complete_still_finishes_while_an_expired_row_is_migrating_on_a_cluster():

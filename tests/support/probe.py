@@ -87,6 +87,15 @@ class Probe:
         value = self.row(job).get(name)
         return None if value is None else value.decode()
 
+    def tombstone(self, job: str) -> rows.Tombstone | None:
+        """The tombstone of a trimmed job in its shared hash (whether or not past its expiry), or None."""
+        key, field = self.keys.tombstone(job)
+        return rows.parse_tombstone(self.client.hget(key, field))  # type: ignore[arg-type]
+
+    def tombstone_ttl(self, job: str) -> int:
+        """The PTTL of the hash holding the tombstone of ``job`` (ms; -2 when there is none)."""
+        return int(self.client.pttl(self.keys.tombstone(job)[0]))
+
     def lane(self, lane: str) -> list[str]:
         """The lane's queued ids in claim order."""
         return [m.decode() for m in self.client.zrange(self.keys.lane(lane), 0, -1)]

@@ -63,6 +63,7 @@ local roundId, top, eventsCap, playerPrefix, grace =
 local jobPrefix = ARGV[6]
 
 -- @include "round_end"
+-- @include "row"
 
 local done = redis.call('HGET', summariesKey, roundId)
 if done then
@@ -85,9 +86,15 @@ local settled = 0  -- refunded or completed unpaid (never scored); a 'recharged'
 local markers = redis.call('HGETALL', refundsKey)  -- HVALS is not among the users' commands
 for i = 2, #markers, 2 do
   if markers[i] == 'refunded' then  -- settled while dead (or forgotten); retried, it is queued again
-    -- echomq's row: 's' state (absent while queued), 'l' lane (absent: no row)
-    local row = redis.call('HMGET', jobPrefix .. markers[i - 1], 's', 'l')
-    if not row[2] or row[1] == 'dead' then settled = settled + 1 end
+    -- echomq's row: 's' state (absent while queued), 'l' lane (absent: no row, then its tombstone)
+    local jobKey = jobPrefix .. markers[i - 1]
+    local row = redis.call('HMGET', jobKey, 's', 'l')
+    local state = row[2] and (row[1] or 'queued')
+    if not row[2] then
+      local tomb = tombstone_at(jobKey)
+      state = tomb and tomb.state
+    end
+    if not state or state == 'dead' then settled = settled + 1 end
   elseif markers[i] ~= 'recharged' then
     settled = settled + 1
   end

@@ -38,9 +38,10 @@
   Output:
     { 1, charge }  refunded now; charge is 'currency=amount', credited back
     { 0, marker }  refunded before (marker as above); nothing changed
-    {-1, state }   not dead (state, or '' when there is no row); nothing changed
+    {-1, state }   not dead (state, or '' when there is no row, as for a job trimmed to its tombstone,
+                   which keeps neither lane nor payload); nothing changed
     {-2, 'done' }  scored (a GES record exists) and dead: finished now (dead -> done, see above)
-    {-2, '' }      scored, a trimmed dead tombstone; nothing changed
+    {-2, '' }      scored, a dead tombstone trimmed in its row (mid-reshard); nothing changed
     {-3, '' }      not charged in this round (not admitted by submit); nothing changed
     {-4, lane }    the row's lane is not this player; nothing changed
 ]]

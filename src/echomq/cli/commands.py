@@ -16,7 +16,7 @@ from echomq.bus import Bus
 from echomq.cli import render
 from echomq.cli.env import redis_url
 from echomq.cli.exits import EXIT_FAILURE, UsageError
-from echomq.jobs import JobInfo
+from echomq.inspection import JobInfo
 from echomq.worker.runner import Worker
 
 

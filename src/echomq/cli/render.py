@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from echomq.jobs import JobInfo
+from echomq.inspection import JobInfo
 from echomq.stats import Stats
 from echomq.sweep import SweepReport
 

@@ -32,8 +32,14 @@
 local jobKey, activeKey, statsKey = KEYS[1], KEYS[2], KEYS[3]
 local jobId, token, request, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 
+-- @include "row"
+
 local row = redis.call('HMGET', jobKey, 's', 'a', 'r', 'l')
-if not row[4] then return {-1, ''} end
+if not row[4] then  -- no row: its tombstone, if any, judged by the token alone
+  local tomb = tombstone_at(jobKey)
+  if not tomb then return {-1, ''} end
+  row = {tomb.state, tomb.attempts, nil, ''}
+end
 -- This claim's: under its token and, named, by its request (a tombstone, without 'r': the token).
 local ours = row[2] == token and (request == '' or (row[3] or request) == request)
 if row[1] == 'done' and ours then return {2, 'done'} end

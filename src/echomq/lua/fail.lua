@@ -67,7 +67,12 @@ local prefix, deadTtl, dedupWindow = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[
 -- @include "ended"
 
 local row = redis.call('HMGET', jobKey, 's', 'a', 't', 'm', 'p', 'l', 'r')
-if not row[6] then return {-1, ''} end
+if not row[6] then  -- no row: a tombstone is stale (its ended words are gone with the row)
+  local tomb = tombstone_at(jobKey)
+  if not tomb then return {-1, ''} end
+  redis.call('HINCRBY', statsKey, 'stale', 1)
+  return {0, tomb.state}
+end
 if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[7] ~= request) then
   local how = ended_as(jobKey, token, request)
   if how == 'q' then return {3, state_of(row[1])} end

@@ -45,9 +45,15 @@ local jobKey, activeKey, laneKey, ringKey, wakeKey, statsKey, waitingKey =
 local jobId, token, request, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 
 -- @include "ended"
+-- @include "row"
 
 local row = redis.call('HMGET', jobKey, 's', 'a', 'p', 'l', 'r')
-if not row[4] then return {-1, ''} end
+if not row[4] then  -- no row: a tombstone is stale (its ended words are gone with the row)
+  local tomb = tombstone_at(jobKey)
+  if not tomb then return {-1, ''} end
+  redis.call('HINCRBY', statsKey, 'stale', 1)
+  return {0, tomb.state}
+end
 local state = row[1] or 'queued'
 if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[5] ~= request) then
   if ended_as(jobKey, token, request) == 'r' then return {3, state} end

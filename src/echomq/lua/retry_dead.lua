@@ -39,8 +39,14 @@
 local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobId, prefix, wakeCap, request = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
+-- @include "row"
+
 local row = redis.call('HMGET', jobKey, 's', 'l', 'p', 'T', 'b')
-if not row[2] then return {-1, ''} end
+if not row[2] then  -- no row: a tombstone has no payload left to retry
+  local tomb = tombstone_at(jobKey)
+  if not tomb then return {-1, ''} end
+  return {0, tomb.state}
+end
 if row[5] == request then return {2, row[1] or 'queued'} end
 if row[1] ~= 'dead' or row[4] then return {0, row[1] or 'queued'} end  -- a trimmed tombstone has no payload left
 

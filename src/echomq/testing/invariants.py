@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from echomq.keyspace import Keyspace
+from echomq.keyspace import JOB_BRAND, Keyspace
 from echomq.rows import decode as decode_row
+from echomq.rows import parse_tombstone
 
 # A blocking redis.Redis (decode_responses=False): its stubs type replies too loosely to index.
 Client = Any
@@ -38,15 +39,29 @@ def locations(client: Client, keys: Keyspace) -> dict[str, list[str]]:
 
 def job_rows(client: Client, keys: Keyspace) -> dict[str, dict[str, str]]:
     """job id -> its row under its documented names (:func:`echomq.rows.decode`; payload, result and
-    digest left out)."""
+    digest left out), and for a trimmed job whose tombstone still counts, what the tombstone keeps
+    (state, attempts, ``trimmed``, ``expires``)."""
     out = {}
     for key in client.scan_iter(match=f"{keys.prefix}job:*", count=1000):
-        row = decode_row(client.hgetall(key))  # type: ignore[arg-type]
+        row = decode_row(client.hgetall(key))
         out[key.decode()[len(keys.prefix) + len("job:") :]] = {
             k: v.decode("utf-8", "replace")
             for k, v in row.items()
             if k not in ("payload", "result", "digest")
         }
+    seconds, micros = client.time()
+    now = int(seconds) * 1000 + int(micros) // 1000
+    for key in client.scan_iter(match=f"{keys.prefix}tomb:*", count=1000):
+        digits = key.decode()[len(keys.prefix) + len("tomb:") :]
+        for field, value in client.hgetall(key).items():
+            tomb = parse_tombstone(value)
+            if tomb is not None and tomb.expires_ms > now:  # one past its expiry counts as none
+                out[f"{JOB_BRAND}{digits}{field.decode()}"] = {
+                    "state": tomb.state.decode(),
+                    "attempts": str(tomb.attempts),
+                    "trimmed": "1",
+                    "expires": str(tomb.expires_ms),
+                }
     return out
 
 

@@ -4,12 +4,21 @@
 -- The reply for an id that already has a row (or a tombstone), or nil when it has none.
 -- { 0, state } duplicate (same lane and digest); {-1, state } conflict. Counts the outcome.
 -- `digest` is the 8-byte admission digest (payload_digest of the payload, or the caller's short_digest):
--- a row that stores none ('g') is an enqueue's whole row, whose digest is its payload's.
+-- a row that stores none ('g') is an enqueue's whole row, whose digest is its payload's. With no row,
+-- the id's tombstone (include "row") answers, while it lasts.
 local function admission_of(jobKey, statsKey, lane, digest)
   local row = redis.call('HMGET', jobKey, 's', 'l', 'g', '1')
-  if not row[2] then return nil end
-  local stored = row[3] or payload_digest(read_payload(jobKey, row[4]) or '')
-  if row[2] == lane and stored == digest then
+  local same
+  if row[2] then
+    local stored = row[3] or payload_digest(read_payload(jobKey, row[4]) or '')
+    same = row[2] == lane and stored == digest
+  else
+    local tomb = tombstone_at(jobKey)
+    if not tomb then return nil end
+    row[1] = tomb.state
+    same = tomb.digest == tomb_digest(lane, digest)
+  end
+  if same then
     redis.call('HINCRBY', statsKey, 'duplicate', 1)
     return {0, state_of(row[1])}
   end

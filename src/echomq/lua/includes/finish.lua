@@ -20,7 +20,11 @@ end
 -- An empty `request` fences by the token alone.
 local function fence(jobKey, statsKey, token, request)
   local row = redis.call('HMGET', jobKey, 's', 'a', 'r', 'l')
-  if not row[4] then return {-1, ''} end
+  if not row[4] then  -- no row: its tombstone, if any, judged by the token alone
+    local tomb = tombstone_at(jobKey)
+    if not tomb then return {-1, ''} end
+    row = {tomb.state, tomb.attempts, nil, ''}
+  end
   local ours = claimed_by(row, token, request)
   if row[1] == 'done' and ours then return {4, 'done'} end
   if row[1] ~= 'active' or not ours then

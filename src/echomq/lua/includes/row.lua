@@ -63,3 +63,56 @@ end
 local function state_of(s)
   return s or 'queued'
 end
+
+-- Tombstones. Once a finished row's ttl passed, the trim deletes the row and leaves its tombstone, a
+-- field of a hash shared by the ids minted in the same ~65 s (the first TOMB_DIGITS digits of the id's
+-- body, its mint time's high bits): '<prefix>tomb:<digits>' -> field: the rest of the id, value:
+-- '<8-byte digest of lane and admission digest><d|x, done|dead><attempts>:<expiry ms>'. No key and no
+-- expiry per tombstone: the hash expires when its latest tombstone does, and a tombstone read past its
+-- own expiry counts as absent. So an admission, a retried finish or an inspection looks in exactly one
+-- place, and a tombstone costs a hash field (about 90 bytes in a hash table, far less in a listpack).
+local TOMB_DIGITS = 7
+local JOB_ID_LENGTH = 26  -- echomq.ids: a brand of 3 letters and 23 digits
+
+-- The bus prefix and the job id of a row's key ('<prefix>job:<JOB>').
+local function job_place(jobKey)
+  return string.sub(jobKey, 1, #jobKey - JOB_ID_LENGTH - 4), string.sub(jobKey, -JOB_ID_LENGTH)
+end
+
+-- The hash and the field that hold the tombstone of `jobId`.
+local function tomb_place(prefix, jobId)
+  return prefix .. 'tomb:' .. string.sub(jobId, 4, 3 + TOMB_DIGITS), string.sub(jobId, 4 + TOMB_DIGITS)
+end
+
+-- What a tombstone keeps of the admission: 8 bytes of the lane and the admission digest together.
+local function tomb_digest(lane, digest)
+  return short_digest(redis.sha1hex(lane .. '\n' .. digest))
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The tombstone of the row at `jobKey`, { state = 'done' | 'dead', attempts = '<n>', digest = <8 bytes> },
+-- or nil when there is none or it is past its expiry.
+local function tombstone_at(jobKey)
+  local bucketKey, field = tomb_place(job_place(jobKey))
+  local value = redis.call('HGET', bucketKey, field)
+  if not value then return nil end
+  local attempts, expires = string.match(string.sub(value, 10), '^(%d+):(%d+)$')
+  if tonumber(expires) <= now_ms() then return nil end
+  local state = 'done'
+  if string.sub(value, 9, 9) == 'x' then state = 'dead' end
+  return {state = state, attempts = attempts, digest = string.sub(value, 1, 8)}
+end
+
+-- Write the tombstone of `jobId` (see above), which counts until `expires` (ms); `now` in ms.
+local function write_tombstone(prefix, jobId, state, attempts, digest, expires, now)
+  local bucketKey, field = tomb_place(prefix, jobId)
+  local mark = 'd'
+  if state == 'dead' then mark = 'x' end
+  redis.call('HSET', bucketKey, field, digest .. mark .. (attempts or '0') .. ':' .. expires)
+  local ttl = redis.call('PTTL', bucketKey)
+  if ttl < 0 or now + ttl < expires then redis.call('PEXPIREAT', bucketKey, expires) end
+end
