@@ -12,8 +12,8 @@ key                    type    holds
 ``job:<JOB>``          hash    the row: state, lane, payload, attempts (fencing token), ...
                                in one-letter fields, see :mod:`echomq.rows`
 ``tomb:<7 digits>``    hash    tombstones of the finished ids minted in one ~65 s (the id's
-                               body's first 7 digits): rest of the id -> digest, state,
-                               attempts, expiry; expires with its latest tombstone
+                               body's first 7 digits): rest of the id (10 bytes) -> digest,
+                               state, attempts, expiry; expires with its latest tombstone
 ``lane:<lane>``        zset    queued job ids; score = priority, ties by id (mint order)
 ``ring``               list    the serviceable lanes, each once; in the ring iff non-empty
 ``active``             zset    claimed job ids scored by lease deadline (server ms)
@@ -81,11 +81,22 @@ class Keyspace:
         """The row of ``job_id``; raises :class:`InvalidId` unless it is a well-formed JOB id."""
         return f"{self.prefix}job:{ids.check(job_id, JOB_BRAND)}"
 
-    def tombstone(self, job_id: str) -> tuple[str, str]:
+    def tombstone(self, job_id: str) -> tuple[str, bytes]:
         """The hash and the field that hold the tombstone of ``job_id`` once its row is trimmed
         (``lua/includes/row.lua``); raises :class:`InvalidId` unless it is a well-formed JOB id."""
         ids.check(job_id, JOB_BRAND)
-        return f"{self.prefix}tomb:{job_id[3 : 3 + TOMB_DIGITS]}", job_id[3 + TOMB_DIGITS :]
+        rest = job_id[3 + TOMB_DIGITS :]  # 16 digits: 80 bits, 10 bytes
+        value = 0
+        for digit in rest:
+            value = value * 32 + ids.ALPHABET.index(digit)
+        return f"{self.prefix}tomb:{job_id[3 : 3 + TOMB_DIGITS]}", value.to_bytes(10, "big")
+
+    def tombstone_job(self, key: bytes | str, field: bytes) -> str:
+        """The JOB id whose tombstone is ``field`` of the hash ``key`` (the inverse of :meth:`tombstone`)."""
+        text = key.decode() if isinstance(key, bytes) else key
+        value = int.from_bytes(field, "big")
+        rest = "".join(ids.ALPHABET[(value >> (5 * i)) & 31] for i in reversed(range(16)))
+        return f"{JOB_BRAND}{text[len(self.prefix) + len('tomb:') :]}{rest}"
 
     def lane(self, lane: str) -> str:
         """The queued set of ``lane``; raises :class:`InvalidLane` on an ill-formed name."""

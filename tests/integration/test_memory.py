@@ -34,6 +34,7 @@ def server() -> Iterator[RedisProcess]:
 @pytest.fixture(scope="module")
 def client(server: RedisProcess) -> Iterator[redis.Redis]:
     with redis.Redis.from_url(server.url) as connection:
+        memory.warm_up(connection, server.url)  # the scripts loaded: what follows is the jobs' memory
         yield connection
 
 

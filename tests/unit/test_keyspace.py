@@ -178,3 +178,14 @@ def test_keyspace_is_immutable():
     keys = Keyspace("cm")
     with pytest.raises(dataclasses.FrozenInstanceError):
         keys.tag = "other"  # type: ignore[misc]
+
+
+def test_a_tombstone_is_placed_by_the_id_s_mint_time_and_named_by_the_rest_in_bytes():
+    """A JOB id's tombstone is in the hash of its first 7 body digits, under the other 16 as 10 bytes,
+    and the id is read back from the two."""
+    keys = Keyspace("cm")
+    job = ids.mint("JOB")
+    key, field = keys.tombstone(job)
+    assert key == f"emq:{{cm}}:tomb:{job[3:10]}"
+    assert len(field) == 10
+    assert keys.tombstone_job(key.encode(), field) == job

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from echomq.keyspace import JOB_BRAND, Keyspace
+from echomq.keyspace import Keyspace
 from echomq.rows import decode as decode_row
 from echomq.rows import parse_tombstone
 
@@ -52,11 +52,10 @@ def job_rows(client: Client, keys: Keyspace) -> dict[str, dict[str, str]]:
     seconds, micros = client.time()
     now = int(seconds) * 1000 + int(micros) // 1000
     for key in client.scan_iter(match=f"{keys.prefix}tomb:*", count=1000):
-        digits = key.decode()[len(keys.prefix) + len("tomb:") :]
         for field, value in client.hgetall(key).items():
             tomb = parse_tombstone(value)
             if tomb is not None and tomb.expires_ms > now:  # one past its expiry counts as none
-                out[f"{JOB_BRAND}{digits}{field.decode()}"] = {
+                out[keys.tombstone_job(key, field)] = {
                     "state": tomb.state.decode(),
                     "attempts": str(tomb.attempts),
                     "trimmed": "1",

@@ -79,9 +79,30 @@ local function job_place(jobKey)
   return string.sub(jobKey, 1, #jobKey - JOB_ID_LENGTH - 4), string.sub(jobKey, -JOB_ID_LENGTH)
 end
 
--- The hash and the field that hold the tombstone of `jobId`.
+local B32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'  -- echomq.ids' alphabet (Crockford's base32)
+local B32_VALUE = {}
+for i = 1, 32 do B32_VALUE[string.sub(B32, i, i)] = i - 1 end
+
+-- The bytes of base32 `text` whose length is a multiple of 8 (each 8 digits, 40 bits, are 5 bytes).
+local function b32_bytes(text)
+  local out = {}
+  for i = 1, #text, 8 do
+    local n = 0
+    for j = i, i + 7 do n = n * 32 + B32_VALUE[string.sub(text, j, j)] end
+    local bytes = {}
+    for k = 5, 1, -1 do
+      bytes[k] = n % 256
+      n = math.floor(n / 256)
+    end
+    out[#out + 1] = string.char(unpack(bytes))
+  end
+  return table.concat(out)
+end
+
+-- The hash and the field that hold the tombstone of `jobId`: the field is the rest of the id's digits
+-- (16, after the hash's 7) as 10 bytes, which Redis stores in its smallest allocation.
 local function tomb_place(prefix, jobId)
-  return prefix .. 'tomb:' .. string.sub(jobId, 4, 3 + TOMB_DIGITS), string.sub(jobId, 4 + TOMB_DIGITS)
+  return prefix .. 'tomb:' .. string.sub(jobId, 4, 3 + TOMB_DIGITS), b32_bytes(string.sub(jobId, 4 + TOMB_DIGITS))
 end
 
 -- What a tombstone keeps of the admission: 8 bytes of the lane and the admission digest together.
