@@ -18,7 +18,7 @@ from codemojex.conformance.schedule import Config
 from codemojex.conformance.starts import Start, Starts
 from codemojex.guesses import record_from_row
 from codemojex.keys import GameKeys, guess_of
-from echomq import Bus, ids
+from echomq import Bus, ids, rows
 from echomq.keyspace import Keyspace
 
 SHORT = Config(
@@ -167,7 +167,7 @@ def test_the_checks_catch_a_lost_guess(finished_run, sync_redis, tag):
 def test_the_checks_catch_a_double_effect_and_a_double_charge(finished_run, sync_redis, tag):
     _, game_keys, job = _one_scored_job(sync_redis, tag)
     sync_redis.hincrby(game_keys.latency, "count", 1)  # as if score.lua had applied an effect twice
-    player = json.loads(sync_redis.hget(f"emq:{{{tag}}}:job:{job}", "payload"))["player"]
+    player = json.loads(rows.payload_of(sync_redis.hgetall(Keyspace(tag).job(job))))["player"]
     charge = next(
         entry
         for entry in sync_redis.lrange(game_keys.ledger(player), 0, -1)
@@ -186,7 +186,7 @@ def test_the_checks_catch_a_second_allowance_and_a_reward_without_a_solve(finish
     assert not [v for v in finished_run.recheck().violations if "allowance" in v or "reward" in v]
     _, game_keys, job = _one_scored_job(sync_redis, tag)
     round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
-    player = json.loads(sync_redis.hget(f"emq:{{{tag}}}:job:{job}", "payload"))["player"]
+    player = json.loads(rows.payload_of(sync_redis.hgetall(Keyspace(tag).job(job))))["player"]
     balance = int(sync_redis.hget(game_keys.wallet(player), "coin") or 0)
     forged = {"at": 1, "currency": "coin", "delta": 50, "balance": balance + 50, "reason": "allowance",
               "job": "", "round": round_id}  # fmt: skip
@@ -218,7 +218,7 @@ def test_the_checks_catch_a_board_that_is_not_the_ranking(finished_run, sync_red
 def test_the_checks_catch_a_stats_result_that_is_not_the_fold(finished_run, sync_redis, tag):
     """A player's stats result in the round (results:<PLR>) that is not their fold is a violation."""
     _, game_keys, job = _one_scored_job(sync_redis, tag)
-    player = json.loads(sync_redis.hget(f"emq:{{{tag}}}:job:{job}", "payload"))["player"]
+    player = json.loads(rows.payload_of(sync_redis.hgetall(Keyspace(tag).job(job))))["player"]
     round_id = sync_redis.zrange(f"cmx:{{{tag}}}:rounds", 0, 0)[0].decode()
     sync_redis.hset(game_keys.results(player), round_id, 99)
     report = finished_run.recheck()
@@ -254,7 +254,10 @@ def test_the_checks_catch_done_rows_left_untrimmed_past_their_ttl(broken_run, sy
     pipe = sync_redis.pipeline(transaction=False)
     for _ in range(1000):
         job = ids.mint("JOB")
-        pipe.hset(keys.job(job), mapping={"state": "done", "lane": "PLR0", "finished": old, "attempts": 1})
+        pipe.hset(
+            keys.job(job),
+            mapping={rows.STATE: "done", rows.LANE: "PLR0", rows.FINISHED: old, rows.ATTEMPTS: 1},
+        )
         pipe.zadd(keys.done, {job: old})
     pipe.execute()
     report = finished_run.recheck()

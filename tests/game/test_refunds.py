@@ -26,8 +26,9 @@ from codemojex.keys import guess_of
 from codemojex.payload import decode_payload
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker, score_call
-from echomq import Bus, Worker
+from echomq import Bus, Worker, rows
 from tests.support.game import KEYBOARD, SECRET, text
+from tests.support.probe import set_payload
 from tests.support.web import ROOT, stop_worker, worker_process
 from tests.support.workers import eventually, running
 
@@ -89,15 +90,15 @@ async def test_a_bad_payload_is_dead_lettered_and_refunded_once_by_the_worker(
     game, the_round, player = setup
     job = await submit(game, the_round, player)
     row = game.bus.keys.job(job)
-    payload = json.loads(sync_redis.hget(row, "payload"))
+    payload = json.loads(rows.payload_of(sync_redis.hgetall(row)))
     payload["v"] = 99  # a payload of a version this worker does not read: Permanent, dead at once
-    sync_redis.hset(row, "payload", json.dumps(payload))
+    set_payload(sync_redis, row, json.dumps(payload).encode())
     process = worker_process(redis_server.url, tag)
     try:
         await eventually(lambda: len(ledger_of(sync_redis, game, player.id, job)) == 2, what="the refund")
     finally:
         stop_worker(process)
-    assert sync_redis.hget(row, "state") == b"dead"
+    assert sync_redis.hget(row, rows.STATE) == b"dead"
     entries = ledger_of(sync_redis, game, player.id, job)
     assert [(e["reason"], e["currency"], e["delta"]) for e in entries] == [
         ("guess", "coin", -5),
@@ -115,10 +116,10 @@ async def test_the_workers_dead_letter_hook_refunds_at_once(setup, sync_redis):
     game, the_round, player = setup
     job = await submit(game, the_round, player)
     row = game.bus.keys.job(job)
-    sync_redis.hset(row, "payload", b"\xff not even JSON")  # no round to read: the ledger names it
+    set_payload(sync_redis, row, b"\xff not even JSON")  # no round to read: the ledger names it
     async with running(Worker(game.bus, ScoreWorker(game).handle, on_dead=Refunder(game).on_dead)):
         await eventually(lambda: len(ledger_of(sync_redis, game, player.id, job)) == 2, what="the refund")
-    assert sync_redis.hget(row, "state") == b"dead"
+    assert sync_redis.hget(row, rows.STATE) == b"dead"
     assert [e["reason"] for e in ledger_of(sync_redis, game, player.id, job)] == ["guess", "refund"]
 
 
@@ -136,7 +137,7 @@ async def test_a_lease_expired_on_its_last_try_is_refunded_by_the_workers_pass(
         await eventually(lambda: len(ledger_of(sync_redis, game, player.id, job)) == 2, what="the refund")
     finally:
         stop_worker(process)
-    assert b"lease expired" in sync_redis.hget(game.bus.keys.job(job), "error")
+    assert b"lease expired" in sync_redis.hget(game.bus.keys.job(job), rows.ERROR)
     assert [e["reason"] for e in ledger_of(sync_redis, game, player.id, job)] == ["guess", "refund"]
     assert (await wallet.read_wallet(game, player.id)).balances == {"coin": 100}
     assert await reconciles(game, player.id)
@@ -198,13 +199,13 @@ async def test_a_refunded_guess_the_wallet_cannot_pay_again_is_completed_unscore
     assert await game.bus.retry_dead(job)
     async with running(Worker(game.bus, ScoreWorker(game).handle)):
         await eventually(
-            lambda: sync_redis.hget(game.bus.keys.job(job), "state") == b"done", what="the finish"
+            lambda: sync_redis.hget(game.bus.keys.job(job), rows.STATE) == b"done", what="the finish"
         )
         await eventually(
             lambda: all(sync_redis.exists(game.keys.guess(guess_of(other))) for other in spent),
             what="the rest",
         )
-    assert sync_redis.hget(game.bus.keys.job(job), "result") == b"unpaid"
+    assert sync_redis.hget(game.bus.keys.job(job), rows.RESULT) == b"unpaid"
     assert not sync_redis.exists(game.keys.guess(guess_of(job)))
     assert sync_redis.hget(game.keys.refunds(the_round.id), job) == b"unpaid"
     assert net_charge(ledger_of(sync_redis, game, player.id, job)) == 0
@@ -245,7 +246,7 @@ async def test_refund_racing_retry_dead_never_leaves_a_guess_scored_for_free(
     assert all(outcomes[len(racing) : 2 * len(racing)])  # each racing job was retried, refunded first or not
     async with running(Worker(game.bus, ScoreWorker(game).handle)):
         await eventually(
-            lambda: all(sync_redis.hget(game.bus.keys.job(job), "state") == b"done" for job in jobs),
+            lambda: all(sync_redis.hget(game.bus.keys.job(job), rows.STATE) == b"done" for job in jobs),
             what="every retried guess finishing",
         )
     for job in jobs:
@@ -298,7 +299,7 @@ async def test_a_scored_or_live_guess_is_never_refunded(setup, sync_redis):
     assert await refunds.refund(game, [job]) == [refunds.RefundResult(job, Refund.NOT_DEAD)]
     async with running(Worker(game.bus, ScoreWorker(game).handle)):
         await eventually(
-            lambda: sync_redis.hget(game.bus.keys.job(job), "state") == b"done", what="the score"
+            lambda: sync_redis.hget(game.bus.keys.job(job), rows.STATE) == b"done", what="the score"
         )
     assert await refunds.refund(game, [job]) == [refunds.RefundResult(job, Refund.NOT_DEAD)]
     assert (await refunds.refund_dead(game, since_ms=0)).refunded == ()
@@ -311,15 +312,15 @@ async def test_a_scored_guess_dead_lettered_by_the_sweep_is_finished_not_refunde
     game, the_round, player = setup
     job = await submit(game, the_round, player)
     [claim] = await game.bus.claim(1, lease_ms=100)  # the only try
-    request = decode_payload(sync_redis.hget(game.bus.keys.job(job), "payload"))
+    request = decode_payload(rows.payload_of(sync_redis.hgetall(game.bus.keys.job(job))))
     call = score_call(game, claim, request, score(SECRET, GUESS), finish=False)
     assert [int(part) for part in await game.run("score", *call)] == [2, 1]  # the effect, no ack
     await asyncio.sleep(0.2)
     assert (await game.bus.sweep()).dead == 1  # 'lease expired on the last of 1 attempts'
-    assert sync_redis.hget(game.bus.keys.job(job), "state") == b"dead"
+    assert sync_redis.hget(game.bus.keys.job(job), rows.STATE) == b"dead"
     done = await refunds.refund_dead(game, since_ms=0)
     assert done.refunded == ()
-    assert sync_redis.hget(game.bus.keys.job(job), "state") == b"done"
+    assert sync_redis.hget(game.bus.keys.job(job), rows.STATE) == b"done"
     assert sync_redis.zscore(game.bus.keys.dead, job) is None
     assert sync_redis.zscore(game.bus.keys.done, job) is not None
     assert [e["reason"] for e in ledger_of(sync_redis, game, player.id, job)] == ["guess"]

@@ -11,7 +11,7 @@ from codemojex.game import Game, GameSettings
 from codemojex.guesses import Outcome
 from codemojex.keys import guess_of
 from codemojex.payload import decode_payload, encode_payload
-from echomq import Bus, Finish, Job, Settings, Worker, ids
+from echomq import Bus, Finish, Job, Settings, Worker, ids, rows
 from tests.support.game import KEYBOARD, SECRET, GameProbe, text
 from tests.support.workers import eventually, running
 
@@ -158,7 +158,7 @@ async def test_a_score_of_a_claim_of_the_jobs_earlier_life_is_refused_as_stale(r
         the_round = await rounds.open_round(game, keyboard=list(KEYBOARD), secret=list(SECRET))
         player = await players.register(game, "Ada")
         admitted = await guesses.submit(game, the_round.id, player.id, "🍎🍌🍒🍇🍑🍍")
-        payload = sync_redis.hget(game.bus.keys.job(admitted.job), "payload")
+        payload = rows.payload_of(sync_redis.hgetall(game.bus.keys.job(admitted.job)))
         [old] = await game.bus.claim(1)
         assert await score_worker.handle(game, Job(old)) is Finish.DONE
         assert (await game.bus.sweep()).trimmed == 1
@@ -178,6 +178,6 @@ async def test_a_score_of_a_claim_of_the_jobs_earlier_life_is_refused_as_stale(r
             k: v for k, v in before.items() if k != stats
         }
         assert await score_worker.handle(game, Job(new)) is Finish.DONE
-        assert sync_redis.hget(game.bus.keys.job(new.job), "state") == b"done"
+        assert sync_redis.hget(game.bus.keys.job(new.job), rows.STATE) == b"done"
     finally:
         await game.aclose()

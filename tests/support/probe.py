@@ -155,3 +155,13 @@ def _counters(entry: tuple[str, Any] | None) -> dict[str, int]:
         return {}
     (value, _ttl) = entry[1]
     return {k.decode(): int(v) for k, v in value.items()}
+
+
+def set_payload(client: redis.Redis, job_key: str, payload: bytes) -> None:
+    """Replace the payload of the row at ``job_key`` (its 64-byte chunks, :mod:`echomq.rows`), as a
+    foreign write would: for tests of what a worker does with a payload it cannot read."""
+    chunks = [k for k in client.hkeys(job_key) if k.isdigit()]  # type: ignore[union-attr]
+    if chunks:
+        client.hdel(job_key, *chunks)
+    parts = [payload[i : i + rows.CHUNK] for i in range(0, max(len(payload), 1), rows.CHUNK)]
+    client.hset(job_key, mapping={str(i + 1): part for i, part in enumerate(parts)})
