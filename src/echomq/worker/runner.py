@@ -22,7 +22,7 @@ from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptEr
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
 from echomq.states import Release
-from echomq.worker import processor
+from echomq.worker import faults, processor
 from echomq.worker.completions import Completions
 from echomq.worker.eviction import check_eviction_policy
 from echomq.worker.fetcher import Fetcher, first_of
@@ -89,6 +89,8 @@ class Worker:
         self.keeper = LeaseKeeper(bus, self.lease_ms, on_revoked=self._on_revoked)
         self.threads = DaemonThreads(self.concurrency)
         self.completions = Completions(bus)
+        # Fault points are armed by the environment at start (tests only); unarmed, none is looked up.
+        self.faults_armed = bool(os.environ.get(faults.ENV))
         self._tasks: dict[asyncio.Task[None], Job] = {}
         self._held_threads: set[asyncio.Future[Any]] = set()
         self._stopping = asyncio.Event()
@@ -194,8 +196,7 @@ class Worker:
             try:
                 free = self.concurrency - len(self._tasks) - len(self._held_threads)
                 if free > 0:
-                    for claim in await self.fetcher.fetch(free):
-                        self._start(claim)
+                    self._start(await self.fetcher.fetch(free))
                 else:  # every slot is busy: wait for one to free up (or a timer), without a command
                     self._slot_freed.clear()
                     waits = [self._slot_freed.wait(), self._stopping.wait()]
@@ -214,14 +215,21 @@ class Worker:
                 await first_of([self._stopping.wait()], pause)
                 self.fetcher.want_claim()
 
-    def _start(self, claim: Claim) -> None:
-        job = Job(claim)
-        self.keeper.track(claim, job.revoked)
-        task = asyncio.create_task(processor.process(self, job), name=f"echomq-job-{claim.job}")
-        self._tasks[task] = job
-        task.add_done_callback(self._task_done)
-        self.counts.claimed += 1
-        emit(log, logging.DEBUG, "job.claimed", job=claim.job, lane=claim.lane, attempt=claim.token)
+    def _start(self, claims: list[Claim]) -> None:
+        """Track the claims' leases and start a task for each (one lock round for the batch)."""
+        if not claims:
+            return
+        started = [Job(claim) for claim in claims]
+        self.keeper.track(started)
+        debug = log.isEnabledFor(logging.DEBUG)
+        for job in started:
+            claim = job.claim
+            task = asyncio.create_task(processor.process(self, job), name=f"echomq-job-{claim.job}")
+            self._tasks[task] = job
+            task.add_done_callback(self._task_done)
+            if debug:
+                emit(log, logging.DEBUG, "job.claimed", job=claim.job, lane=claim.lane, attempt=claim.token)
+        self.counts.claimed += len(started)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         job = self._tasks.pop(task)
