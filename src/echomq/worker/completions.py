@@ -63,6 +63,7 @@ class Completions:
         self.bus = bus
         self._pending: list[_Pending] = []
         self._flushes: set[asyncio.Task[None]] = set()
+        self.waiting = 0  # completes asked for and not answered yet
         keys = bus.keys
         self._max_result = bus.settings.max_payload
         self._job_prefix = f"{keys.prefix}job:".encode()
@@ -96,7 +97,11 @@ class Completions:
         if not self._pending:
             loop.call_soon(self._flush_now)
         self._pending.append((claim, self._wire(claim, data), data, future))
-        return await future
+        self.waiting += 1
+        try:
+            return await future
+        finally:
+            self.waiting -= 1
 
     async def aclose(self) -> None:
         """Wait for the pipelines already sent."""

@@ -41,6 +41,12 @@ SWEEP_PERIOD_S = 10.0
 # The documented ceiling of Redis commands a minute from one idle worker (the default settings send 13).
 IDLE_COMMANDS_PER_MIN = 20
 
+# Claim sizing: a worker claims for its free slots when at least this fraction of them is free, or when
+# no complete is on its way to Redis (the slots still taken are the handlers', however long they run).
+# Otherwise it waits for those completes, which free their slots within a round trip: a worker that
+# claimed each slot as it freed would fall, once its jobs' phases drift apart, into claims (and
+# pipelines of completes) of a job or two, a round trip each; waiting gathers them into one.
+CLAIM_FRACTION = 0.5
 _BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # pauses of the loop after Redis errors, the last one repeated
 _FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire (or a lost claim's retry) gets this long
 
@@ -107,6 +113,7 @@ class Worker:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._running = False
         self._policy_unchecked = False  # the maxmemory-policy check could not reach Redis at start
+        self._claim_at = max(1, int(self.concurrency * CLAIM_FRACTION))  # free slots worth a claim
 
     @property
     def processed(self) -> int:
@@ -195,14 +202,15 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 free = self.concurrency - len(self._tasks) - len(self._held_threads)
-                if free > 0:
+                if free > 0 and (free >= self._claim_at or not self.completions.waiting):
                     self._start(await self.fetcher.fetch(free))
-                else:  # every slot is busy: wait for one to free up (or a timer), without a command
+                else:  # wait for slots to free up (or a timer), without a command
                     self._slot_freed.clear()
                     waits = [self._slot_freed.wait(), self._stopping.wait()]
                     await first_of(waits, self.fetcher.until_timer())
                     await self.fetcher.sweep_if_due()
-                    self.fetcher.want_claim()
+                    if free == 0:
+                        self.fetcher.want_claim()
                 errors = 0
                 if self._policy_unchecked:
                     self._policy_unchecked = await check_eviction_policy(self.bus)
