@@ -17,7 +17,6 @@ from echomq.testing.server import RedisProcess
 from echomq.worker.completions import Completions
 from tests.support.workers import eventually, running
 
-
 # A script that holds the server for 0.6 s (run from another connection while a batch is sent).
 _BUSY = """
 local function ms() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end

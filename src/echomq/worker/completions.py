@@ -75,18 +75,25 @@ class Completions:
         self._tail = b"".join(_bulk(str(arg).encode()) for arg in finish_args(bus))
 
     def _wire(self, claim: Claim, result: bytes) -> bytes:
+        """The EVALSHA of ``claim``'s complete.lua call, in the Redis protocol (one format, no join)."""
         job = claim.job.encode()
-        return b"".join(
-            (
-                self._head,
-                _bulk(self._job_prefix + job),
-                self._shared_keys,
-                _bulk(job),
-                _bulk(b"%d" % claim.token),
-                _bulk(claim.request.encode()),
-                _bulk(result),
-                self._tail,
-            )
+        token = b"%d" % claim.token
+        request = claim.request.encode()
+        return b"%b$%d\r\n%b%b\r\n%b$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n%b" % (
+            self._head,
+            len(self._job_prefix) + len(job),
+            self._job_prefix,
+            job,
+            self._shared_keys,
+            len(job),
+            job,
+            len(token),
+            token,
+            len(request),
+            request,
+            len(result),
+            result,
+            self._tail,
         )
 
     async def complete(self, claim: Claim, result: bytes) -> Finish:
