@@ -41,6 +41,7 @@ SWEEP = (1, 10, 50, 200)  # worker concurrencies of the drain-against-concurrenc
 TARGET_ONE = 0.8  # issue 14: one worker process drains at >= 0.8 of the raw loop
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _PAGE = 1000
+_CURVE = "drain, 1 process, concurrency "  # the name of a drain-against-concurrency point, then its value
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +110,16 @@ def drain(url: str, tag: str, count: int, *, processes: int = 1, concurrency: in
     return Drained(count / span, cpu * 1e6 / count)
 
 
-def limit(url: str, count: int) -> float:
-    """The raw pipelined claim + complete loop (:func:`bench.queue.limit_drain`), on a tag of its own."""
+def limit(url: str, count: int) -> Drained:
+    """The raw pipelined claim + complete loop (:func:`bench.queue.limit_drain`), on a tag of its own,
+    with its client's CPU per job (this process's, which runs nothing else meanwhile)."""
     client = redis.Redis.from_url(url)
     bus = Bus.from_url(url, tag=f"dl{time.monotonic_ns() % 10**9}")  # keys and checks; client unused
     try:
         asyncio.run(enqueue_batched(url, bus.tag, count))
-        return limit_drain(client, bus, count)
+        cpu = time.process_time()
+        rate = limit_drain(client, bus, count)
+        return Drained(rate, (time.process_time() - cpu) * 1e6 / count)
     finally:
         client.close()
         asyncio.run(bus.aclose())
@@ -141,7 +145,8 @@ def measure(
         limits.append(limit(url, count))
         ones.append(drain(url, tag("one", i), count, processes=1, concurrency=concurrency))
         twos.append(drain(url, tag("two", i), count, processes=2, concurrency=concurrency))
-    lim = statistics.median(limits)
+    lim = statistics.median(d.jobs_per_s for d in limits)
+    lim_cpu = statistics.median(d.cpu_us_per_job for d in limits)
     one = statistics.median(d.jobs_per_s for d in ones)
     two = statistics.median(d.jobs_per_s for d in twos)
     cpu = statistics.median(d.cpu_us_per_job for d in ones)
@@ -153,8 +158,8 @@ def measure(
             "drain, worker CPU per job (1 process)",
             cpu,
             "µs/job",
-            1e6 / lim,
-            "µs per job of the raw loop's wall clock",
+            lim_cpu,
+            "the raw loop's client CPU per job",
             better="lower",
         ),
     ]
@@ -162,7 +167,7 @@ def measure(
         points = [drain(url, tag(f"c{c}", i), count, processes=1, concurrency=c) for i in range(repeat)]
         figures.append(
             Figure(
-                f"drain, 1 process, concurrency {c}",
+                f"{_CURVE}{c}",
                 statistics.median(d.jobs_per_s for d in points),
                 "jobs/s",
                 lim,
@@ -170,6 +175,11 @@ def measure(
             )
         )
     return figures
+
+
+def curve(figures: list[Figure]) -> list[tuple[int, float]]:
+    """The drain-against-concurrency points of :func:`measure`'s figures: (concurrency, jobs/s)."""
+    return [(int(f.name.removeprefix(_CURVE)), f.value) for f in figures if f.name.startswith(_CURVE)]
 
 
 def main() -> None:

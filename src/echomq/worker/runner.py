@@ -45,7 +45,8 @@ IDLE_COMMANDS_PER_MIN = 20
 # no complete is on its way to Redis (the slots still taken are the handlers', however long they run).
 # Otherwise it waits for those completes, which free their slots within a round trip: a worker that
 # claimed each slot as it freed would fall, once its jobs' phases drift apart, into claims (and
-# pipelines of completes) of a job or two, a round trip each; waiting gathers them into one.
+# pipelines of completes) of a job or two, a round trip each; waiting gathers them into one. A claim
+# whose answer never came is asked again at once, whatever is free (its jobs' leases run meanwhile).
 CLAIM_FRACTION = 0.5
 _BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # pauses of the loop after Redis errors, the last one repeated
 _FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire (or a lost claim's retry) gets this long
@@ -202,7 +203,10 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 free = self.concurrency - len(self._tasks) - len(self._held_threads)
-                if free > 0 and (free >= self._claim_at or not self.completions.waiting):
+                gather = (
+                    free < self._claim_at and self.completions.waiting and not self.fetcher.claim_unanswered
+                )
+                if free > 0 and not gather:
                     self._start(await self.fetcher.fetch(free))
                 else:  # wait for slots to free up (or a timer), without a command
                     self._slot_freed.clear()
