@@ -1,4 +1,4 @@
-"""Batched completions: the completes of one event-loop turn go to Redis in one pipeline.
+"""Batched completions: the completes of one event-loop turn go to Redis in one write.
 
 A busy worker finishes many jobs at nearly the same moment; sending each ``complete.lua`` on its own
 round trip would make the client, not Redis, the limit of a drain. :class:`Completions` collects the
@@ -7,24 +7,44 @@ completes requested during one turn of the event loop and sends them as one pipe
 and each caller gets its own outcome or error). A script the server does not know yet (a restarted
 server) is loaded and that call run again on its own. On a Redis Cluster the completes of a turn go
 concurrently, one script call each (redis-py's cluster pipeline refuses scripts), with the same outcomes.
+
+Cost per job: on a single node the EVALSHA commands are written in the Redis protocol here, from the
+parts that never change (script sha, the bus's keys, retention arguments: built once per bus) and the
+four that do (the row's key, id, token, request id, result), and sent on one pooled connection whose
+replies are read under one socket timeout for the whole batch; redis-py's pipeline would encode every
+argument of every command and arm a timer per reply. A lost reply of the batch (a timeout, a cut) fails
+each caller with :class:`~echomq.errors.RedisUnavailable`, whatever ran: each complete is safe to send
+again, and its retry answers ``DONE`` for a job this very claim completed (:func:`echomq.finish.complete`).
+Claims reach this module from the worker, read from claim.lua's reply: their ids were checked when the
+jobs were admitted, so the row's key is built without parsing them again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
+from redis.asyncio import Redis
 
 from echomq import finish, jobs
+from echomq.core import finish_args
 from echomq.errors import EchoMQError, translate_redis_errors, translated
+from echomq.jobs import check_bytes
 from echomq.states import Finish
 
 if TYPE_CHECKING:
     from echomq.bus import Bus
     from echomq.jobs import Claim
 
-_Pending = tuple["Claim", list[str], list[Any], "asyncio.Future[Finish]"]
+# A job's complete: its claim, its EVALSHA in the Redis protocol, the result, and its caller's future.
+_Pending = tuple["Claim", bytes, bytes, "asyncio.Future[Finish]"]
+
+
+def _bulk(data: bytes) -> bytes:
+    """One bulk string of the Redis protocol."""
+    return b"$%d\r\n%b\r\n" % (len(data), data)
 
 
 def _settle(future: asyncio.Future[Finish], value: Finish | None, exc: BaseException | None) -> None:
@@ -43,16 +63,52 @@ class Completions:
         self.bus = bus
         self._pending: list[_Pending] = []
         self._flushes: set[asyncio.Task[None]] = set()
+        self.waiting = 0  # completes asked for and not answered yet
+        keys = bus.keys
+        self._max_result = bus.settings.max_payload
+        self._job_prefix = f"{keys.prefix}job:".encode()
+        # Every part of a complete.lua call but the row's key, id, token, request id and result.
+        sha = bus.scripts.get("complete", [self._job_prefix.decode(), keys.active, keys.done, keys.stats]).sha
+        parts = 3 + 4 + 7  # EVALSHA sha numkeys, the 4 keys, the 7 args (see lua/complete.lua)
+        self._head = b"*%d\r\n$7\r\nEVALSHA\r\n%b$1\r\n4\r\n" % (parts, _bulk(sha.encode()))
+        self._shared_keys = b"".join(_bulk(key.encode()) for key in (keys.active, keys.done, keys.stats))
+        self._tail = b"".join(_bulk(str(arg).encode()) for arg in finish_args(bus))
+
+    def _wire(self, claim: Claim, result: bytes) -> bytes:
+        """The EVALSHA of ``claim``'s complete.lua call, in the Redis protocol (one format, no join)."""
+        job = claim.job.encode()
+        token = b"%d" % claim.token
+        request = claim.request.encode()
+        return b"%b$%d\r\n%b%b\r\n%b$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n%b" % (
+            self._head,
+            len(self._job_prefix) + len(job),
+            self._job_prefix,
+            job,
+            self._shared_keys,
+            len(job),
+            job,
+            len(token),
+            token,
+            len(request),
+            request,
+            len(result),
+            result,
+            self._tail,
+        )
 
     async def complete(self, claim: Claim, result: bytes) -> Finish:
         """Like :func:`echomq.finish.complete`; bad input raises at once, before anything is sent."""
-        keys, args = finish.complete_call(self.bus, claim, result)
+        data = check_bytes("result", result, self._max_result)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Finish] = loop.create_future()
         if not self._pending:
             loop.call_soon(self._flush_now)
-        self._pending.append((claim, keys, args, future))
-        return await future
+        self._pending.append((claim, self._wire(claim, data), data, future))
+        self.waiting += 1
+        try:
+            return await future
+        finally:
+            self.waiting -= 1
 
     async def aclose(self) -> None:
         """Wait for the pipelines already sent."""
@@ -70,35 +126,61 @@ class Completions:
 
     async def _flush(self, batch: list[_Pending]) -> None:
         try:
-            replies = await self._send(batch)
+            with translate_redis_errors():
+                replies = await (self._send_each(batch) if self.bus.is_cluster else self._send(batch))
         except EchoMQError as exc:
             for *_, future in batch:
                 _settle(future, None, type(exc)(str(exc)))
             return
-        for (claim, keys, args, future), reply in zip(batch, replies, strict=True):
-            await self._answer(claim, keys, args, future, reply)
+        for (claim, _, result, future), sent in zip(batch, replies, strict=True):
+            reply = (
+                await self._again(claim, result) if isinstance(sent, redis.exceptions.NoScriptError) else sent
+            )
+            if isinstance(reply, BaseException):  # refused, or (one call of a cluster batch) unreachable
+                _settle(future, None, translated(reply))
+                continue
+            try:
+                _settle(future, finish.finish_outcome(claim, reply), None)
+            except EchoMQError as exc:
+                _settle(future, None, exc)
 
     async def _send(self, batch: list[_Pending]) -> list[Any]:
-        """One reply per complete, a refused call's error in its place; raises if none could be sent."""
-        sha = self.bus.scripts.get("complete", batch[0][1]).sha
-        with translate_redis_errors():
-            if self.bus.is_cluster:  # the cluster pipeline refuses scripts: one call each, concurrently
-                calls = [(keys, args) for _, keys, args, _ in batch]
-                return await jobs.run_each(self.bus, "complete", calls, return_exceptions=True)
-            async with self.bus.redis.pipeline(transaction=False) as pipe:
-                for _, keys, args, _ in batch:
-                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
-                return await pipe.execute(raise_on_error=False)
-
-    async def _answer(
-        self, claim: Claim, keys: list[str], args: list[Any], future: asyncio.Future[Finish], reply: Any
-    ) -> None:
+        """One reply per complete, a refused call's error in its place, read from one pooled connection;
+        raises (redis-py's errors) if the batch could not be sent or its replies could not all be read."""
+        client = self.bus.redis
+        assert isinstance(client, Redis)  # a cluster's batch goes by _send_each
+        pool = client.connection_pool
+        # redis-py leaves get_connection untyped
+        conn = await pool.get_connection()  # type: ignore[no-untyped-call]
         try:
-            if isinstance(reply, redis.exceptions.NoScriptError):
-                with translate_redis_errors():
-                    reply = await self.bus.scripts.run("complete", keys, args)
-            if isinstance(reply, BaseException):  # refused, or (one call of a cluster batch) unreachable
-                raise translated(reply)
-            _settle(future, finish.finish_outcome(claim, reply), None)
+            await conn.send_packed_command([wire for _, wire, _, _ in batch])
+            replies: list[Any] = []
+            # One socket timeout for the whole batch (math.inf: no timer per reply).
+            async with asyncio.timeout(conn.socket_timeout):
+                for _ in batch:
+                    try:
+                        replies.append(await conn.read_response(timeout=math.inf))
+                    except redis.exceptions.ResponseError as exc:  # that call's refusal; the rest follow
+                        replies.append(exc)
+        except TimeoutError:
+            await conn.disconnect(nowait=True)  # replies may still come: this connection is out of step
+            raise redis.exceptions.TimeoutError("Timeout reading the completes' replies") from None
+        except BaseException:
+            await conn.disconnect(nowait=True)
+            raise
+        finally:
+            await pool.release(conn)
+        return replies
+
+    async def _send_each(self, batch: list[_Pending]) -> list[Any]:
+        """A cluster's batch: one script call each, concurrently (its pipeline refuses scripts)."""
+        calls = [finish.complete_call(self.bus, claim, result) for claim, _, result, _ in batch]
+        return await jobs.run_each(self.bus, "complete", calls, return_exceptions=True)
+
+    async def _again(self, claim: Claim, result: bytes) -> Any:
+        """A complete the server had no script for, run on its own (which loads the script)."""
+        try:
+            with translate_redis_errors():
+                return await self.bus.scripts.run("complete", *finish.complete_call(self.bus, claim, result))
         except EchoMQError as exc:
-            _settle(future, None, exc)
+            return exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from echomq.jobs import Claim
 from echomq.states import Finish
@@ -16,43 +16,70 @@ Handler = Callable[["Job"], Awaitable[HandlerResult]] | Callable[["Job"], Handle
 DeadHook = Callable[["Job"], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Job:
-    """What a handler receives: one claimed job, and the event that says this run lost it."""
+_REVOKED_LOCK = threading.Lock()  # makes a Job's revoked event once, whichever thread asks first
 
-    claim: Claim
-    revoked: threading.Event = field(default_factory=threading.Event, repr=False)
+
+class Job:
+    """What a handler receives: one claimed job, and the event that says this run lost it.
+
+    ``revoked`` is made on first use (most runs never look at it, and an Event costs a lock and a
+    condition), by whichever thread asks first: the handler, the lease keeper, the worker.
+    """
+
+    __slots__ = ("_claim", "_revoked")
+
+    def __init__(self, claim: Claim, revoked: threading.Event | None = None) -> None:
+        self._claim = claim
+        self._revoked = revoked
+
+    def __repr__(self) -> str:
+        return f"Job(claim={self._claim!r})"
+
+    @property
+    def claim(self) -> Claim:
+        return self._claim
+
+    @property
+    def revoked(self) -> threading.Event:
+        """Set when this run no longer owns the job (see :mod:`echomq.worker`)."""
+        event = self._revoked
+        if event is None:
+            with _REVOKED_LOCK:
+                if self._revoked is None:
+                    self._revoked = threading.Event()
+                event = self._revoked
+        return event
 
     @property
     def id(self) -> str:
-        return self.claim.job
+        return self._claim.job
 
     @property
     def lane(self) -> str:
-        return self.claim.lane
+        return self._claim.lane
 
     @property
     def payload(self) -> bytes:
-        return self.claim.payload
+        return self._claim.payload
 
     @property
     def attempt(self) -> int:
         """The attempts token of this claim (1 for the first delivery)."""
-        return self.claim.token
+        return self._claim.token
 
     @property
     def tries(self) -> int:
         """Tries spent against ``max_attempts``, this one included."""
-        return self.claim.tries
+        return self._claim.tries
 
     @property
     def max_attempts(self) -> int:
-        return self.claim.max_attempts
+        return self._claim.max_attempts
 
     @property
     def deadline_ms(self) -> int:
         """The lease deadline at claim time (server ms); the lease keeper pushes it on."""
-        return self.claim.deadline_ms
+        return self._claim.deadline_ms
 
 
 @dataclass(slots=True)

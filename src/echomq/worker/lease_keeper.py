@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -36,6 +36,7 @@ from echomq.worker.logs import emit
 if TYPE_CHECKING:
     from echomq.bus import Bus
     from echomq.jobs import Claim
+    from echomq.worker.handler import Job
 
 log = logging.getLogger("echomq.lease_keeper")
 
@@ -51,7 +52,7 @@ class LeaseKeeper:
         self.lease_ms = lease_ms
         self.interval_s = lease_ms / 3 / 1000
         self._lock = threading.Lock()
-        self._tracked: dict[LeaseKey, tuple[Claim, threading.Event]] = {}
+        self._tracked: dict[LeaseKey, Job] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._client: redis.Redis | redis.cluster.RedisCluster | None = None
@@ -81,10 +82,12 @@ class LeaseKeeper:
             self._client = None
             self._scripts = None
 
-    def track(self, claim: Claim, revoked: threading.Event) -> None:
-        """Renew ``claim``'s lease from the next tick on; set ``revoked`` if Redis refuses it."""
+    def track(self, jobs: Iterable[Job]) -> None:
+        """Renew each job's lease from the next tick on; set its ``revoked`` if Redis refuses it."""
         with self._lock:
-            self._tracked[(claim.job, claim.token)] = (claim, revoked)
+            for job in jobs:
+                claim = job.claim
+                self._tracked[(claim.job, claim.token)] = job
 
     def untrack(self, claim: Claim) -> bool:
         """Stop renewing ``claim``; True if it was still tracked (not revoked)."""
@@ -99,16 +102,16 @@ class LeaseKeeper:
         """One round: renew every tracked lease, in one pipeline on a single node and one call each on a
         cluster (no command when none is tracked)."""
         with self._lock:
-            batch = list(self._tracked.values())
+            batch = [job.claim for job in self._tracked.values()]
         if not batch or not self._started:
             return
         try:
-            replies = self._send([finish.extend_call(self.bus, claim, self.lease_ms) for claim, _ in batch])
+            replies = self._send([finish.extend_call(self.bus, claim, self.lease_ms) for claim in batch])
             faults.at("worker.mid_extend")  # Redis renewed the leases; the replies are not read yet
         except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             emit(log, logging.WARNING, "lease.error", error=str(exc) or type(exc).__name__, jobs=len(batch))
             return
-        for (claim, revoked), reply in zip(batch, replies, strict=True):
+        for claim, reply in zip(batch, replies, strict=True):
             if isinstance(reply, Exception):
                 emit(log, logging.WARNING, "lease.error", job=claim.job, error=str(reply))
                 continue
@@ -121,7 +124,7 @@ class LeaseKeeper:
                 # completes it while it is still tracked: no revocation, just nothing left to renew.
                 self.untrack(claim)
             elif outcome is Lease.REVOKED:
-                self._revoke(claim, revoked)
+                self._revoke(claim)
 
     def _connect(self) -> SyncScripts:
         """The scripts on the keeper's client, made on first need."""
@@ -152,10 +155,12 @@ class LeaseKeeper:
                 scripts.run("extend", keys, args, client=pipe)
             return pipe.execute(raise_on_error=False)
 
-    def _revoke(self, claim: Claim, revoked: threading.Event) -> None:
-        if not self.untrack(claim):
+    def _revoke(self, claim: Claim) -> None:
+        with self._lock:
+            job = self._tracked.pop((claim.job, claim.token), None)
+        if job is None:
             return  # finished or released meanwhile: not a revocation
-        revoked.set()
+        job.revoked.set()
         emit(log, logging.WARNING, "lease.revoked", job=claim.job, lane=claim.lane, attempt=claim.token)
         if self.on_revoked is not None:
             self.on_revoked(claim)

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from echomq.errors import InvalidInput, Permanent, RedisUnavailable, UnknownJob
+from echomq.errors import EchoMQError, InvalidInput, Permanent, RedisUnavailable, UnknownJob
 from echomq.finish import backoff_ms
 from echomq.states import Failure, Finish
 from echomq.worker import faults
@@ -61,6 +61,7 @@ class Runner(Protocol):
     keeper: LeaseKeeper
     completions: Completions
     fetcher: Fetcher
+    faults_armed: bool
 
     def hold_slot(self, thread: asyncio.Future[Any]) -> None: ...
 
@@ -115,8 +116,9 @@ async def process(worker: Runner, job: Job) -> None:
         worker.keeper.untrack(job.claim)
         _finished(worker, job, value, by="handler")
     elif value is None or isinstance(value, bytes | bytearray | memoryview):
-        faults.at("worker.before_ack")
-        await _complete(worker, job, bytes(value or b""))
+        if worker.faults_armed:
+            faults.at("worker.before_ack")
+        await _complete(worker, job, b"" if value is None else bytes(value))
     else:
         problem = f"handler returned {type(value).__name__}; expected bytes, None or Finish"
         await _fail(worker, job, problem, retryable=False)
@@ -125,18 +127,21 @@ async def process(worker: Runner, job: Job) -> None:
 async def _invoke(worker: Runner, job: Job) -> Any:
     handler: Callable[[Job], Any] = worker.handler  # async or sync, told apart by handler_is_async
     timeout = worker.job_timeout_s
+    midway = worker.faults_armed and faults.WORKER.armed("worker.mid_handler")
     if worker.handler_is_async:
+        if timeout is None and not midway:
+            return await handler(job)  # no scope: its TimeoutError is the handler's own, a failure
         scope = asyncio.timeout(timeout)
         try:
             async with scope:
-                if faults.WORKER.armed("worker.mid_handler"):
+                if midway:
                     return await _midway(handler(job))
                 return await handler(job)
         except TimeoutError:
             if timeout is not None and scope.expired():
                 raise TimedOut(timeout) from None
             raise  # the handler's own TimeoutError: an ordinary failure
-    if faults.WORKER.armed("worker.mid_handler"):
+    if midway:
         future = await _midway_thread(worker, handler, job)
     else:
         future = worker.threads.submit(lambda: handler(job))
@@ -171,27 +176,42 @@ async def _midway_thread(worker: Runner, handler: Callable[[Job], Any], job: Job
     return future
 
 
-async def with_retries(worker: Runner, job: Job, call: Callable[[], Any]) -> Any:
+async def with_retries(
+    worker: Runner, job: Job, call: Callable[[], Any], first_error: EchoMQError | None = None
+) -> Any:
     """Await ``call()``, again after each :class:`RedisUnavailable` (:data:`_FINISH_RETRY_S`); None
-    (logged ``job.unfinished``) when Redis stays unreachable or the row is gone."""
-    for pause in (*_FINISH_RETRY_S, None):
-        try:
-            return await call()
-        except RedisUnavailable as exc:
-            if pause is None:
-                emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error=str(exc))
-                return None
-            await asyncio.sleep(pause)
-        except UnknownJob:
+    (logged ``job.unfinished``) when Redis stays unreachable or the row is gone. ``first_error`` is the
+    error of a first try the caller made itself (the pauses then start from the first)."""
+    error = first_error
+    pauses = iter((*_FINISH_RETRY_S, None))
+    while True:
+        if error is None:
+            try:
+                return await call()
+            except (RedisUnavailable, UnknownJob) as exc:
+                error = exc
+        if isinstance(error, UnknownJob):
             emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error="row gone")
             return None
-    return None  # pragma: no cover  (the loop always returns)
+        pause = next(pauses)
+        if pause is None:
+            emit(log, logging.ERROR, "job.unfinished", job=job.id, attempt=job.attempt, error=str(error))
+            return None
+        await asyncio.sleep(pause)
+        error = None
 
 
 async def _complete(worker: Runner, job: Job, result: bytes) -> None:
     worker.keeper.untrack(job.claim)
+
+    def call() -> Awaitable[Finish]:
+        return worker.completions.complete(job.claim, result)
+
     try:
-        outcome = await with_retries(worker, job, lambda: worker.completions.complete(job.claim, result))
+        try:  # the first try inline (most land): with_retries only after it failed
+            outcome: Finish | None = await call()
+        except (RedisUnavailable, UnknownJob) as exc:
+            outcome = await with_retries(worker, job, call, exc)
     except InvalidInput as exc:  # e.g. a result over the payload limit: it can never be stored
         await _fail(worker, job, _error_text(exc), retryable=False)
         return
@@ -202,7 +222,8 @@ async def _complete(worker: Runner, job: Job, result: bytes) -> None:
 def _finished(worker: Runner, job: Job, outcome: Finish, *, by: str) -> None:
     if outcome is Finish.DONE:
         worker.counts.completed += 1
-        emit(log, logging.DEBUG, "job.completed", job=job.id, lane=job.lane, attempt=job.attempt, by=by)
+        if log.isEnabledFor(logging.DEBUG):
+            emit(log, logging.DEBUG, "job.completed", job=job.id, lane=job.lane, attempt=job.attempt, by=by)
     else:
         worker.counts.stale += 1
         emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="complete")

@@ -22,7 +22,7 @@ from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptEr
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
 from echomq.states import Release
-from echomq.worker import processor
+from echomq.worker import faults, processor
 from echomq.worker.completions import Completions
 from echomq.worker.eviction import check_eviction_policy
 from echomq.worker.fetcher import Fetcher, first_of
@@ -41,6 +41,13 @@ SWEEP_PERIOD_S = 10.0
 # The documented ceiling of Redis commands a minute from one idle worker (the default settings send 13).
 IDLE_COMMANDS_PER_MIN = 20
 
+# Claim sizing: a worker claims for its free slots when at least this fraction of them is free, or when
+# no complete is on its way to Redis (the slots still taken are the handlers', however long they run).
+# Otherwise it waits for those completes, which free their slots within a round trip: a worker that
+# claimed each slot as it freed would fall, once its jobs' phases drift apart, into claims (and
+# pipelines of completes) of a job or two, a round trip each; waiting gathers them into one. A claim
+# whose answer never came is asked again at once, whatever is free (its jobs' leases run meanwhile).
+CLAIM_FRACTION = 0.5
 _BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # pauses of the loop after Redis errors, the last one repeated
 _FINISH_WAIT_S = 3.0  # at shutdown, a finish already on the wire (or a lost claim's retry) gets this long
 
@@ -89,6 +96,8 @@ class Worker:
         self.keeper = LeaseKeeper(bus, self.lease_ms, on_revoked=self._on_revoked)
         self.threads = DaemonThreads(self.concurrency)
         self.completions = Completions(bus)
+        # Fault points are armed by the environment at start (tests only); unarmed, none is looked up.
+        self.faults_armed = bool(os.environ.get(faults.ENV))
         self._tasks: dict[asyncio.Task[None], Job] = {}
         self._held_threads: set[asyncio.Future[Any]] = set()
         self._stopping = asyncio.Event()
@@ -105,6 +114,7 @@ class Worker:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._running = False
         self._policy_unchecked = False  # the maxmemory-policy check could not reach Redis at start
+        self._claim_at = max(1, int(self.concurrency * CLAIM_FRACTION))  # free slots worth a claim
 
     @property
     def processed(self) -> int:
@@ -193,15 +203,18 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 free = self.concurrency - len(self._tasks) - len(self._held_threads)
-                if free > 0:
-                    for claim in await self.fetcher.fetch(free):
-                        self._start(claim)
-                else:  # every slot is busy: wait for one to free up (or a timer), without a command
+                gather = (
+                    free < self._claim_at and self.completions.waiting and not self.fetcher.claim_unanswered
+                )
+                if free > 0 and not gather:
+                    self._start(await self.fetcher.fetch(free))
+                else:  # wait for slots to free up (or a timer), without a command
                     self._slot_freed.clear()
                     waits = [self._slot_freed.wait(), self._stopping.wait()]
                     await first_of(waits, self.fetcher.until_timer())
                     await self.fetcher.sweep_if_due()
-                    self.fetcher.want_claim()
+                    if free == 0:
+                        self.fetcher.want_claim()
                 errors = 0
                 if self._policy_unchecked:
                     self._policy_unchecked = await check_eviction_policy(self.bus)
@@ -214,14 +227,21 @@ class Worker:
                 await first_of([self._stopping.wait()], pause)
                 self.fetcher.want_claim()
 
-    def _start(self, claim: Claim) -> None:
-        job = Job(claim)
-        self.keeper.track(claim, job.revoked)
-        task = asyncio.create_task(processor.process(self, job), name=f"echomq-job-{claim.job}")
-        self._tasks[task] = job
-        task.add_done_callback(self._task_done)
-        self.counts.claimed += 1
-        emit(log, logging.DEBUG, "job.claimed", job=claim.job, lane=claim.lane, attempt=claim.token)
+    def _start(self, claims: list[Claim]) -> None:
+        """Track the claims' leases and start a task for each (one lock round for the batch)."""
+        if not claims:
+            return
+        started = [Job(claim) for claim in claims]
+        self.keeper.track(started)
+        debug = log.isEnabledFor(logging.DEBUG)
+        for job in started:
+            claim = job.claim
+            task = asyncio.create_task(processor.process(self, job), name=f"echomq-job-{claim.job}")
+            self._tasks[task] = job
+            task.add_done_callback(self._task_done)
+            if debug:
+                emit(log, logging.DEBUG, "job.claimed", job=claim.job, lane=claim.lane, attempt=claim.token)
+        self.counts.claimed += len(started)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         job = self._tasks.pop(task)
