@@ -1,7 +1,8 @@
 """One row of ``make bench``'s table: a figure, what it is compared with in the same run, and its target.
 
 Every part of the benchmark (enqueue, pickup and idle cost, memory, drain, the player's path, scale)
-returns :class:`Figure` rows; :mod:`bench.queue` prints them as one table and saves them as JSON. A target
+returns :class:`Figure` rows (in a :class:`Part`, with the chart's points); :mod:`bench.run` prints them
+as one table and :func:`save` writes them as JSON and Markdown. A target
 bounds either the ratio to the reference (``on="ratio"``: "at least 0.9 of the raw loop") or the value
 itself (``on="value"``: "p50 at most 0.6 ms"). Figures are figures, never assertions: a missed target is
 printed as missed, nothing fails because a number is low.

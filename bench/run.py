@@ -30,7 +30,7 @@ import time
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import redis
 
@@ -47,7 +47,9 @@ PARTS = ("queue", "enqueue", "pickup", "memory", "drain", "load", "game", "scale
 _CONCURRENCY = re.compile(r"concurrency (\d+)")
 _UNIT = re.compile(r"^(.*) \(([^()]+)\)$")
 # Targets of issue 14 for the game's rows (bench/game.py names them with the unit in parentheses).
-GAME_TARGETS: dict[str, tuple[float, Any, Any]] = {"submit over HTTP": (0.2, "ratio", "higher")}
+GAME_TARGETS: dict[str, tuple[float, Literal["ratio", "value"], Literal["higher", "lower"]]] = {
+    "submit over HTTP": (0.2, "ratio", "higher"),
+}
 
 
 def _module(name: str) -> ModuleType | None:
@@ -59,20 +61,34 @@ def _module(name: str) -> ModuleType | None:
         raise
 
 
-def game_part(args: argparse.Namespace) -> Part:
-    """bench/game.py's rows (figure, value, limit, how) as Figure rows, its info kept in the JSON."""
-    measured = game.from_arguments(args)
+def game_figures(rows: list[tuple[str, float, float, str]]) -> list[Figure]:
+    """bench/game.py's rows (figure with its unit in parentheses, value, limit, how) as Figure rows, with
+    issue 14's targets; a row in ms is better lower."""
     figures = []
-    for name, value, limit, how in measured.rows:
+    for name, value, limit, how in rows:
         match = _UNIT.match(name)
         label, unit = (match.group(1), match.group(2)) if match else (name, "")
+        better: Literal["higher", "lower"] = "lower" if unit == "ms" else "higher"
         target = next((t for prefix, t in GAME_TARGETS.items() if label.startswith(prefix)), None)
-        lower = unit == "ms"
         if target is None:
-            figures.append(Figure(label, value, unit, limit, how, better="lower" if lower else "higher"))
+            figures.append(Figure(label, value, unit, limit, how, better=better))
         else:
             figures.append(Figure(label, value, unit, limit, how, target[0], target[1], target[2]))
-    return Part(figures, info=game.to_json(measured))
+    return figures
+
+
+def game_part(args: argparse.Namespace) -> Part:
+    measured = game.from_arguments(args)
+    return Part(game_figures(measured.rows), info=game.to_json(measured))
+
+
+def drain_points(figures: list[Figure]) -> list[tuple[float, float]]:
+    """(concurrency, jobs/s) of the figures in jobs/s whose name says ``concurrency N``."""
+    return [
+        (float(m.group(1)), f.value)
+        for f in figures
+        if f.unit == "jobs/s" and (m := _CONCURRENCY.search(f.name))
+    ]
 
 
 def _generic(module: ModuleType) -> Part:
@@ -81,12 +97,7 @@ def _generic(module: ModuleType) -> Part:
     if isinstance(result, Part):
         return result
     figures = list(result)
-    drain = [
-        (float(m.group(1)), f.value)
-        for f in figures
-        if (m := _CONCURRENCY.search(f.name)) and f.unit == "jobs/s"
-    ]
-    return Part(figures, drain=drain)
+    return Part(figures, drain=drain_points(figures))
 
 
 def run_part(name: str, module: ModuleType, args: argparse.Namespace) -> Part:
