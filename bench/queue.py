@@ -279,7 +279,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
     parser.add_argument("--concurrency", type=int, default=q.concurrency)
 
 
-def from_arguments(args: argparse.Namespace) -> Part:
+def bench_part(args: argparse.Namespace) -> Part:
     return measure(Sizes(args.jobs, args.latency_samples, args.idle_seconds, args.concurrency))
 
 
@@ -288,7 +288,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     add_arguments(parser, quick="--quick" in sys.argv)
-    print(table(from_arguments(parser.parse_args()).figures))
+    print(table(bench_part(parser.parse_args()).figures))
 
 
 if __name__ == "__main__":
