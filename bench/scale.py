@@ -23,6 +23,8 @@ import sys
 import time
 
 import redis
+from redis.asyncio import BlockingConnectionPool
+from redis.asyncio import Redis as AsyncRedis
 
 from bench.processes import stop
 from bench.queue import drain, worker_process
@@ -36,6 +38,7 @@ JOBS = 100_000
 RATE = 500.0  # jobs/s of the open-loop enqueue: well under one worker's drain rate on a 2-core machine
 SECONDS = 10.0
 CONCURRENCY = 200
+OPEN_LOOP_CONNECTIONS = 64
 DRAIN_TARGET = 0.9  # of the 10-lane drain rate
 P99_TARGET = 1.1  # of the 10-lane p99
 
@@ -58,20 +61,33 @@ def _wait_completed(client: redis.Redis, keys: Keyspace, count: int, timeout_s: 
         time.sleep(0.02)
 
 
-async def _open_loop(bus: Bus, lanes: int, rate: float, seconds: float) -> list[str]:
+async def _open_loop(bus: Bus, lanes: int, rate: float, seconds: float) -> tuple[list[str], dict[str, float]]:
     """Enqueue ``rate * seconds`` jobs on a fixed schedule (job k at start + k / rate), each in its own
-    task, so a slow reply delays no later send; returns the job ids."""
+    task, so a slow reply delays no later send; returns the job ids and how the sending went (the rate
+    achieved, the most sends in flight: a machine that falls behind offers less than ``rate``)."""
     count = max(1, round(rate * seconds))
     made = [ids.mint("JOB") for _ in range(count)]
     sends = []
+    in_flight = most = 0
+
+    async def send(k: int, job: str) -> None:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await bus.enqueue(job, lane=f"l{k % lanes}", payload=b"x" * 32)
+        finally:
+            in_flight -= 1
+
     start = time.perf_counter()
     for k, job in enumerate(made):
         delay = start + k / rate - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        sends.append(asyncio.create_task(bus.enqueue(job, lane=f"l{k % lanes}", payload=b"x" * 32)))
+        sends.append(asyncio.create_task(send(k, job)))
     await asyncio.gather(*sends)
-    return made
+    achieved = count / max(1e-9, time.perf_counter() - start)
+    return made, {"offered_per_s": rate, "achieved_per_s": achieved, "most_in_flight": most}
 
 
 async def _latencies_ms(bus: Bus, made: list[str]) -> list[float]:
@@ -87,19 +103,27 @@ async def _latencies_ms(bus: Bus, made: list[str]) -> list[float]:
     return list(await asyncio.gather(*(one(job) for job in made)))
 
 
-def latency(url: str, tag: str, lanes: int, rate: float, seconds: float) -> list[float]:
-    """Enqueue → finished latencies (ms, server clock) of an open-loop stream at ``rate`` over ``lanes``."""
+def latency(
+    url: str, tag: str, lanes: int, rate: float, seconds: float
+) -> tuple[list[float], dict[str, float]]:
+    """Enqueue → finished latencies (ms, server clock) of an open-loop stream at ``rate`` over ``lanes``,
+    and how the sending went."""
     client = redis.Redis.from_url(url)
     keys = Keyspace(tag)
     proc = worker_process(url, tag, "noop", CONCURRENCY)
 
-    async def run() -> list[float]:
-        async with Bus.from_url(url, tag=tag) as bus:
+    async def run() -> tuple[list[float], dict[str, float]]:
+        # Sends in flight share a pool that waits for a free connection (redis-py's default pool fails a
+        # call past its size at once, and opening a connection per send snowballs on a busy machine);
+        # the latency is read from the rows (admission to finish), so a wait for a connection is not in
+        # it, and the rate achieved is kept with the figures.
+        pool = BlockingConnectionPool.from_url(url, max_connections=OPEN_LOOP_CONNECTIONS, timeout=None)
+        async with Bus(AsyncRedis(connection_pool=pool), tag=tag) as bus:
             await bus.enqueue(ids.mint("JOB"), lane="warm", payload=b"")  # the worker is up and blocking
             await asyncio.to_thread(_wait_completed, client, keys, 1)
-            made = await _open_loop(bus, lanes, rate, seconds)
+            made, sending = await _open_loop(bus, lanes, rate, seconds)
             await asyncio.to_thread(_wait_completed, client, keys, 1 + len(made))
-            return await _latencies_ms(bus, made)
+            return await _latencies_ms(bus, made), sending
 
     try:
         return asyncio.run(run())
@@ -115,10 +139,11 @@ def measure(
     drains: dict[int, float] = {}
     p50s: dict[int, float] = {}
     p99s: dict[int, float] = {}
+    sendings: dict[int, dict[str, float]] = {}
     for count in lanes:
         with RedisProcess(appendonly=True, appendfsync="everysec") as server:
             drains[count] = drain(server.url, f"scale-d{count}", jobs, 1, CONCURRENCY, lanes=min(count, jobs))
-            times = latency(server.url, f"scale-l{count}", count, rate, seconds)
+            times, sendings[count] = latency(server.url, f"scale-l{count}", count, rate, seconds)
             p50s[count], p99s[count] = statistics.median(times), _pct(times, 99)
     base = lanes[0]
     figures = []
@@ -147,7 +172,14 @@ def measure(
                 better="lower",
             )
         )
-    info = {"jobs": jobs, "lanes": list(lanes), "rate": rate, "seconds": seconds, "p50_ms": p50s}
+    info = {
+        "jobs": jobs,
+        "lanes": list(lanes),
+        "rate": rate,
+        "seconds": seconds,
+        "p50_ms": p50s,
+        "sending": sendings,
+    }
     return Part(figures, info=info)
 
 
