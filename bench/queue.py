@@ -272,7 +272,7 @@ def measure(sizes: Sizes) -> Part:
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
-    q = Sizes(jobs=2000, latency_samples=50, idle_seconds=5.0) if quick else Sizes()
+    q = Sizes(jobs=2000, latency_samples=50, idle_seconds=10.0) if quick else Sizes()
     parser.add_argument("--jobs", type=int, default=q.jobs)
     parser.add_argument("--latency-samples", type=int, default=q.latency_samples)
     parser.add_argument("--idle-seconds", type=float, default=q.idle_seconds)

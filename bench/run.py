@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import platform
 import re
 import subprocess
@@ -146,13 +147,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go")
     for name in PARTS:
         module = _module(name)
-        if module is not None and hasattr(module, "add_arguments"):
-            if name == "game":
-                module.add_arguments(parser)
-                if quick:
-                    parser.set_defaults(game_guesses=2000, game_samples=50, game_players=50)
-            else:
-                module.add_arguments(parser, quick=quick)
+        if module is None or not hasattr(module, "add_arguments"):
+            continue
+        if "quick" in inspect.signature(module.add_arguments).parameters:
+            module.add_arguments(parser, quick=quick)
+        else:  # bench.game's, and any part without a quick size: its own defaults
+            module.add_arguments(parser)
+    if quick:
+        parser.set_defaults(game_guesses=2000, game_samples=50, game_players=50)
     return parser.parse_args(argv)
 
 

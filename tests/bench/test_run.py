@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bench.report import Figure, Part, save
-from bench.run import drain_points, game_figures
+from bench.run import drain_points, game_figures, parse
 
 
 def test_save_writes_every_figure_with_its_ratio_and_each_parts_points(tmp_path: Path) -> None:
@@ -58,3 +58,11 @@ def test_drain_points_are_read_from_figures_named_by_concurrency() -> None:
         Figure("worker CPU, concurrency 10", 90.0, "µs/job", None, ""),
     ]
     assert drain_points(figures) == [(10.0, 5000.0), (200.0, 7000.0)]
+
+
+def test_one_command_line_sizes_every_part_and_quick_makes_each_smaller() -> None:
+    """--quick lowers each part's default size; an explicit size still wins over it."""
+    full, quick = parse([]), parse(["--quick"])
+    for size in ("jobs", "game_guesses", "scale_jobs", "soak_jobs"):
+        assert getattr(quick, size) < getattr(full, size)
+    assert parse(["--quick", "--soak-jobs", "777"]).soak_jobs == 777
