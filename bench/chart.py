@@ -9,9 +9,11 @@ The functions take plain lists of points, so any part can feed them: the open-lo
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure as MplFigure
 
@@ -74,4 +76,27 @@ def _drain_panel(ax: Axes, points: list[DrainPoint]) -> None:
     ax.plot([p[0] for p in points], [p[1] for p in points], marker="o")
     if len(points) > 1 and points[0][0] > 0 and points[-1][0] / points[0][0] >= 20:
         ax.set_xscale("log")
+    ticks = sorted({p[0] for p in points})
+    ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
     ax.set_ylim(bottom=0)
+
+
+def redraw(saved: Path) -> Path:
+    """Draw the chart again from a saved ``bench-latest.json`` (every part's points), next to it."""
+    data = json.loads(saved.read_text())
+    parts = data["parts"].values()
+    latency = [(float(a), float(b), float(c)) for part in parts for a, b, c in part["latency_points"]]
+    drain = [(float(a), float(b)) for part in parts for a, b in part["drain_points"]]
+    return draw(latency, drain, saved.with_suffix(".png"), title=title_for(data.get("machine", {})))
+
+
+def title_for(machine: dict[str, Any]) -> str:
+    """The chart's title: the machine the figures come from (bench.run's ``machine``)."""
+    return (
+        f"EchoMQ · {machine.get('nproc')} cores · redis {machine.get('redis_version')} · "
+        f"{machine.get('when_utc')} UTC"
+    )
+
+
+if __name__ == "__main__":
+    print(redraw(Path(sys.argv[1])))

@@ -194,8 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     written = save(args.out, STEM, header, parts, run)
     latency = [p for part in parts.values() for p in part.latency]
     drain = [p for part in parts.values() for p in part.drain]
-    title = f"EchoMQ · {host['nproc']} cores · redis {host['redis_version']} · {host['when_utc']} UTC"
-    written.append(chart.draw(latency, drain, args.out / f"{STEM}.png", title=title))
+    written.append(chart.draw(latency, drain, args.out / f"{STEM}.png", title=chart.title_for(host)))
     shown = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in written]
     print(f"(saved {', '.join(shown)})")
 

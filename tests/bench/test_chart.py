@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.chart import draw
+from bench.chart import draw, redraw
+from bench.report import Figure, Part, save
 from matplotlib import image
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -31,4 +32,16 @@ def test_both_panels_are_drawn_to_a_readable_png(tmp_path: Path) -> None:
 def test_a_run_without_points_still_writes_the_chart(tmp_path: Path) -> None:
     """No load or drain points (those parts did not run): the PNG is still written and readable."""
     out = draw([], [], tmp_path / "empty.png")
+    assert _read(out).shape[0] > 100
+
+
+def test_the_chart_is_redrawn_from_a_saved_run_next_to_its_json(tmp_path: Path) -> None:
+    """Every part's points in bench-latest.json are drawn again to bench-latest.png beside it."""
+    parts = {
+        "drain": Part([Figure("drain", 1.0, "jobs/s", None, "")], drain=[(1.0, 800.0), (50.0, 6000.0)]),
+        "load": Part([], latency=[(250.0, 2.0, 9.0), (500.0, 3.0, 14.0)]),
+    }
+    saved, _ = save(tmp_path, "bench-latest", "header", parts, {"machine": {"nproc": 2}})
+    out = redraw(saved)
+    assert out == tmp_path / "bench-latest.png"
     assert _read(out).shape[0] > 100
