@@ -16,7 +16,7 @@ AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 $(AXE_STAMP): $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json
@@ -55,9 +55,11 @@ typecheck: $(STAMP)
 
 check: lint typecheck test
 
-## bench: queue figures as ratios to the Redis limit, measured in one run
+## bench: every figure of issue 14 in one table (its target and its ratio to the Redis limit of the same run),
+## saved to bench/results/bench-latest.{json,md,png}; BENCH_ARGS=--quick for a smoke run of a few minutes,
+## BENCH_ARGS='--parts queue,scale' for some parts, BENCH_ARGS=--help for every size
 bench: $(STAMP)
-	$(BIN)/python -m bench.queue
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 ## faults: the long conformance schedule (100,000 guesses under ~1,000 crashes and pauses), one on appendfsync
 ## everysec, one at full speed with short TTLs and the library's sweep period (memory), one with a single try

@@ -1,41 +1,40 @@
-"""The queue benchmark: EchoMQ's figures as ratios to the Redis limit, measured in one run.
+"""The queue part of ``make bench``: enqueue, drain and pickup as ratios to the Redis limit, and idle cost.
 
-Run with ``make bench`` (or ``.venv/bin/python -m bench.queue``; not as a script path, since the
-file name would shadow the standard library's ``queue``). It starts its own redis-server
-(AOF on, appendfsync everysec, as a production server would run), measures the Redis limit for each
-kind of work with a raw pipelined EVALSHA loop of the same script on a blocking client (no worker, no
-asyncio, the least client overhead there is), then measures EchoMQ doing that work, and prints one
-table. Figures are figures, never assertions: nothing here fails because a number is low.
+:func:`measure` starts its own redis-server (AOF on, appendfsync everysec, as a production server
+would run), measures the Redis limit for each kind of work with a raw EVALSHA loop of the same script on
+a blocking client (no worker, no asyncio, the least client overhead there is), then EchoMQ doing that
+work, and returns :class:`~bench.report.Figure` rows; :mod:`bench.run` puts them in the one table.
+``.venv/bin/python -m bench.queue`` runs this part alone (not as a script path: the file name would
+shadow the standard library's ``queue``). Figures, never assertions: nothing fails because a number is
+low.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
-from bench import game
 from bench.processes import stop
-from echomq import Bus, NewJob, finish, ids, jobs, lanes
+from bench.report import Figure, Part, table
+from echomq import Bus, JobState, NewJob, finish, ids, jobs, lanes
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.testing.monitor import CommandMonitor
 from echomq.testing.server import RedisProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 LANES = 100
 PIPELINE = 1000
 
 
-def _new_jobs(count: int, lanes: int = LANES) -> list[NewJob]:
+def new_jobs(count: int, lanes: int = LANES) -> list[NewJob]:
     return [NewJob(ids.mint("JOB"), f"lane{i % lanes}", b"x" * 32) for i in range(count)]
 
 
@@ -45,7 +44,7 @@ def _new_jobs(count: int, lanes: int = LANES) -> list[NewJob]:
 def limit_enqueue(client: redis.Redis, bus: Bus, count: int) -> float:
     """enqueue.lua in pipelines of PIPELINE on one blocking client: admissions per second."""
     scripts = SyncScripts(client)
-    calls = [jobs.enqueue_call(bus, job) for job in _new_jobs(count)]
+    calls = [jobs.enqueue_call(bus, job) for job in new_jobs(count)]
     start = time.perf_counter()
     for i in range(0, count, PIPELINE):
         pipe = client.pipeline(transaction=False)
@@ -58,7 +57,7 @@ def limit_enqueue(client: redis.Redis, bus: Bus, count: int) -> float:
 def limit_enqueue_serial(client: redis.Redis, bus: Bus, count: int) -> float:
     """enqueue.lua one call per round trip on one blocking client: the limit for one-by-one admission."""
     scripts = SyncScripts(client)
-    calls = [jobs.enqueue_call(bus, job) for job in _new_jobs(count)]
+    calls = [jobs.enqueue_call(bus, job) for job in new_jobs(count)]
     start = time.perf_counter()
     for keys, args in calls:
         scripts.run("enqueue", keys, args)
@@ -103,7 +102,7 @@ def _pct(values: list[float], p: int) -> float:
 
 async def enqueue_single(url: str, tag: str, count: int) -> float:
     bus = Bus.from_url(url, tag=tag)
-    jobs = _new_jobs(count)
+    jobs = new_jobs(count)
     start = time.perf_counter()
     for job in jobs:
         await bus.enqueue(job.job, lane=job.lane, payload=job.payload)
@@ -112,9 +111,9 @@ async def enqueue_single(url: str, tag: str, count: int) -> float:
     return rate
 
 
-async def enqueue_batched(url: str, tag: str, count: int) -> float:
+async def enqueue_batched(url: str, tag: str, count: int, lanes: int = LANES) -> float:
     bus = Bus.from_url(url, tag=tag)
-    jobs = _new_jobs(count)
+    jobs = new_jobs(count, lanes)
     start = time.perf_counter()
     for i in range(0, count, PIPELINE):
         await bus.enqueue_many(jobs[i : i + PIPELINE])
@@ -123,22 +122,23 @@ async def enqueue_batched(url: str, tag: str, count: int) -> float:
     return rate
 
 
-def _worker(url: str, tag: str, handler: str, concurrency: int) -> subprocess.Popen[bytes]:
+def worker_process(url: str, tag: str, handler: str, concurrency: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ, REDIS_URL=url, PYTHONPATH=str(ROOT))
     argv = [sys.executable, "-m", "echomq.cli", "worker", f"bench.handlers:{handler}"]
     argv += ["--tag", tag, "--concurrency", str(concurrency), "--lease-ms", "30000"]
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def drain(url: str, tag: str, count: int, processes: int, concurrency: int) -> float:
-    """Pre-fill ``count`` jobs, start the worker processes, and time first claim to last finish.
+def drain(url: str, tag: str, count: int, processes: int, concurrency: int, lanes: int = LANES) -> float:
+    """Pre-fill ``count`` jobs over ``lanes`` lanes, start the worker processes, and time first claim to
+    last finish.
 
     Both ends are read from the rows (server clock), so process start-up is not counted.
     """
-    asyncio.run(enqueue_batched(url, tag, count))
+    asyncio.run(enqueue_batched(url, tag, count, lanes))
     client = redis.Redis.from_url(url)
     keys = Keyspace(tag)
-    procs = [_worker(url, tag, "noop", concurrency) for _ in range(processes)]
+    procs = [worker_process(url, tag, "noop", concurrency) for _ in range(processes)]
     try:
         deadline = time.monotonic() + 300
         while int(client.hget(keys.stats, "completed") or 0) < count:
@@ -147,8 +147,16 @@ def drain(url: str, tag: str, count: int, processes: int, concurrency: int) -> f
             time.sleep(0.05)
     finally:
         stop(procs)
+    first, last = claim_span_ms(client, keys)
+    client.close()
+    return count / max(0.001, (last - first) / 1000)
+
+
+def claim_span_ms(client: redis.Redis, keys: Keyspace) -> tuple[int, int]:
+    """The first claim and the last finish (server ms) over the rows of done: the one place this bench
+    reads row fields by name (JobInfo has no claim time), to adapt when the row layout changes."""
     first, last = None, 0
-    members = [m.decode() for m in client.zrange(keys.done, 0, -1)]
+    members = [m.decode() for m in client.zrange(keys.done, 0, -1)]  # type: ignore[union-attr]
     for i in range(0, len(members), PIPELINE):
         pipe = client.pipeline(transaction=False)
         for job in members[i : i + PIPELINE]:
@@ -156,14 +164,13 @@ def drain(url: str, tag: str, count: int, processes: int, concurrency: int) -> f
         for claimed, finished in pipe.execute():
             first = int(claimed) if first is None else min(first, int(claimed))
             last = max(last, int(finished))
-    client.close()
     assert first is not None
-    return count / max(0.001, (last - first) / 1000)
+    return first, last
 
 
 async def pickup_latency(url: str, tag: str, samples: int) -> tuple[float, float]:
     """Enqueue to an idle worker (blocked on the wake list) and read when its handler started."""
-    proc = _worker(url, tag, "stamp", 1)
+    proc = worker_process(url, tag, "stamp", 1)
     bus = Bus.from_url(url, tag=tag)
     latencies = []
     try:
@@ -187,37 +194,51 @@ async def pickup_latency(url: str, tag: str, samples: int) -> tuple[float, float
 async def _wait_done(bus: Bus, job: str) -> bytes | None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        row = await bus.redis.hmget(bus.keys.job(job), "s", "x")  # state, result (echomq.rows)
-        if row[0] == b"done":
-            return row[1]  # type: ignore[no-any-return]
+        info = await bus.inspect(job)
+        if info.state is JobState.DONE:
+            return info.result
         await asyncio.sleep(0.0005)
     raise RuntimeError(f"{job} was not done in 30 s")
 
 
+def _commands_run(client: redis.Redis) -> int:
+    """Commands the server has run, counting each command a script runs and not the script call itself
+    (INFO commandstats counts both), nor this client's INFO."""
+    stats = client.info("commandstats")
+    skip = {"cmdstat_info", "cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro", "cmdstat_evalsha_ro"}
+    return sum(int(v["calls"]) for k, v in stats.items() if k not in skip)
+
+
 def idle_commands_per_minute(seconds: float) -> float:
-    """One idle worker on a server of its own: the commands it sends per minute (MONITOR, scripts' inner
-    commands left out: a script call is one command)."""
+    """One idle worker on a server of its own: the commands a minute it makes Redis run, counting every
+    command inside its scripts (INFO commandstats before and after; a script call is not counted itself,
+    the commands it runs are)."""
     with RedisProcess(appendonly=False) as server:
-        proc = _worker(server.url, "idle", "noop", 10)
+        proc = worker_process(server.url, "idle", "noop", 10)
+        client = redis.Redis.from_url(server.url)
         try:
             time.sleep(3)  # start-up commands are not idle ones
-            monitor = CommandMonitor(server.port)
+            before = _commands_run(client)
             time.sleep(seconds)
-            sent = monitor.close()
+            sent = _commands_run(client) - before
         finally:
             stop([proc])
-    return len(sent) * 60 / seconds
+            client.close()
+    return sent * 60 / seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--latency-samples", type=int, default=300)
-    parser.add_argument("--idle-seconds", type=float, default=30.0)
-    parser.add_argument("--concurrency", type=int, default=200)
-    game.add_arguments(parser)
-    args = parser.parse_args()
-    n = args.jobs
+@dataclass(frozen=True)
+class Sizes:
+    jobs: int = 20_000
+    latency_samples: int = 300
+    idle_seconds: float = 30.0
+    concurrency: int = 200
+
+
+def measure(sizes: Sizes) -> Part:
+    """The queue figures (enqueue, drain, pickup against the Redis limit of the same run, on a server of
+    its own with AOF on, appendfsync everysec, as a production server would run), and idle cost."""
+    n = sizes.jobs
     with RedisProcess(appendonly=True, appendfsync="everysec") as server:
         url = server.url
         client = redis.Redis.from_url(url)
@@ -229,37 +250,45 @@ def main() -> None:
         rtt50, rtt99 = limit_roundtrip(client)
         single = asyncio.run(enqueue_single(url, "enq-single", min(n, 5000)))
         batched = asyncio.run(enqueue_batched(url, "enq-batched", n))
-        drain1 = drain(url, "drain-1", n, 1, args.concurrency)
-        drain2 = drain(url, "drain-2", n, 2, args.concurrency)
-        lat50, lat99 = asyncio.run(pickup_latency(url, "latency", args.latency_samples))
+        drain1 = drain(url, "drain-1", n, 1, sizes.concurrency)
+        drain2 = drain(url, "drain-2", n, 2, sizes.concurrency)
+        lat50, lat99 = asyncio.run(pickup_latency(url, "latency", sizes.latency_samples))
         client.close()
-    game_figures = game.from_arguments(args)  # the game loop, in the same run, on a server of its own
-    idle = idle_commands_per_minute(args.idle_seconds)
-    rows = [
-        ("enqueue, one by one (jobs/s)", single, lim_serial, "raw enqueue.lua, one per round trip"),
-        ("enqueue, batched by 1000 (jobs/s)", batched, lim_enq, "raw pipelined enqueue.lua"),
-        ("drain, 1 worker process (jobs/s)", drain1, lim_drain, "raw claim.lua + complete.lua"),
-        ("drain, 2 worker processes (jobs/s)", drain2, lim_drain, "raw claim.lua + complete.lua"),
-        ("pickup latency at idle, p50 (ms)", lat50, rtt50, "PING round trip p50"),
-        ("pickup latency at idle, p99 (ms)", lat99, rtt99, "PING round trip p99"),
-        ("idle Redis commands / min / worker", idle, 20.0, "budget (target)"),
+    idle = idle_commands_per_minute(sizes.idle_seconds)
+    raw_drain = "raw claim.lua + complete.lua, pipelined"
+    figures = [
+        Figure("enqueue, one by one (async)", single, "jobs/s", lim_serial, "raw enqueue.lua, serial", 0.9),
+        Figure("enqueue, bulk by 1000", batched, "jobs/s", lim_enq, "raw pipelined enqueue.lua", 0.9),
+        Figure("drain, 1 worker process", drain1, "jobs/s", lim_drain, raw_drain, 0.8),
+        Figure("drain, 2 worker processes", drain2, "jobs/s", lim_drain, raw_drain),
+        Figure("pickup at idle, p50", lat50, "ms", rtt50, "PING p50", 0.6, "value", "lower"),
+        Figure("pickup at idle, p99", lat99, "ms", rtt99, "PING p99", 1.0, "value", "lower"),
+        Figure("pickup at idle, p50 / PING p50", lat50, "ms", rtt50, "PING p50", 6.0, better="lower"),
+        Figure("pickup at idle, p99 / PING p99", lat99, "ms", rtt99, "PING p99", 6.0, better="lower"),
+        Figure("idle cost, 1 worker", idle, "commands/min", None, "", 2.0, "value", "lower"),
     ]
-    print(f"\nEchoMQ queue benchmark · redis-server {version} · {os.cpu_count()} cores · {n} jobs\n")
-    print("| figure | EchoMQ | Redis limit | ratio | limit measured as |")
-    print("|---|---:|---:|---:|---|")
-    for name, value, limit, how in rows:
-        print(f"| {name} | {value:,.2f} | {limit:,.2f} | {value / limit:.2f} | {how} |")
-    game.print_table(game_figures)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {
-        "redis_version": version,
-        "jobs": n,
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "rows": [{"figure": r[0], "value": r[1], "limit": r[2], "limit_as": r[3]} for r in rows],
-        "game": game.to_json(game_figures),
-    }
-    (RESULTS / "queue-latest.json").write_text(json.dumps(out, indent=2))
-    print(f"\n(saved to {RESULTS.relative_to(ROOT) / 'queue-latest.json'})")
+    info = {"redis_version": version, "jobs": n, "concurrency": sizes.concurrency}
+    return Part(figures, drain=[(float(sizes.concurrency), drain1)], info=info)
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
+    q = Sizes(jobs=2000, latency_samples=50, idle_seconds=10.0) if quick else Sizes()
+    parser.add_argument("--jobs", type=int, default=q.jobs)
+    parser.add_argument("--latency-samples", type=int, default=q.latency_samples)
+    parser.add_argument("--idle-seconds", type=float, default=q.idle_seconds)
+    parser.add_argument("--concurrency", type=int, default=q.concurrency)
+
+
+def bench_part(args: argparse.Namespace) -> Part:
+    return measure(Sizes(args.jobs, args.latency_samples, args.idle_seconds, args.concurrency))
+
+
+def main() -> None:
+    """This part alone (``python -m bench.queue``): print its table; ``make bench`` runs every part."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    add_arguments(parser, quick="--quick" in sys.argv)
+    print(table(bench_part(parser.parse_args()).figures))
 
 
 if __name__ == "__main__":

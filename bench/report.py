@@ -1,7 +1,8 @@
 """One row of ``make bench``'s table: a figure, what it is compared with in the same run, and its target.
 
 Every part of the benchmark (enqueue, pickup and idle cost, memory, drain, the player's path, scale)
-returns :class:`Figure` rows; :mod:`bench.queue` prints them as one table and saves them as JSON. A target
+returns :class:`Figure` rows (in a :class:`Part`, with the chart's points); :mod:`bench.run` prints them
+as one table and :func:`save` writes them as JSON and Markdown. A target
 bounds either the ratio to the reference (``on="ratio"``: "at least 0.9 of the raw loop") or the value
 itself (``on="value"``: "p50 at most 0.6 ms"). Figures are figures, never assertions: a missed target is
 printed as missed, nothing fails because a number is low.
@@ -9,7 +10,9 @@ printed as missed, nothing fails because a number is low.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 
@@ -67,3 +70,42 @@ def table(figures: list[Figure]) -> str:
         met = {True: "yes", False: "**no**", None: ""}[f.met]
         lines.append(f"| {f.name} | {f.value:,.2f} {f.unit} | {ref} | {ratio} | {f.target_text} | {met} |")
     return "\n".join(lines)
+
+
+@dataclass
+class Part:
+    """What one part of ``make bench`` measured: its figures, and the chart's points it has.
+
+    ``latency`` points are ``(offered load per second, p50 ms, p99 ms)`` of submit→scored (the open-loop
+    load generator's), ``drain`` points ``(worker concurrency, jobs/s)`` (see :mod:`bench.chart`);
+    ``info`` is whatever else the part wants kept in the JSON (sizes, warnings, counts).
+    """
+
+    figures: list[Figure]
+    latency: list[tuple[float, float, float]] = field(default_factory=list)
+    drain: list[tuple[float, float]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def save(directory: Path, stem: str, header: str, parts: dict[str, Part], run: dict[str, Any]) -> list[Path]:
+    """Write ``<stem>.json`` (every part's figures, points and info, and ``run``) and ``<stem>.md`` (the
+    header line and the one table) to ``directory``; return the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    figures = [f for part in parts.values() for f in part.figures]
+    out = {
+        **run,
+        "figures": [f.to_json() for f in figures],
+        "parts": {
+            name: {
+                "figures": [f.name for f in part.figures],
+                "latency_points": part.latency,
+                "drain_points": part.drain,
+                "info": part.info,
+            }
+            for name, part in parts.items()
+        },
+    }
+    json_path, md_path = directory / f"{stem}.json", directory / f"{stem}.md"
+    json_path.write_text(json.dumps(out, indent=2, default=str) + "\n")
+    md_path.write_text(f"{header}\n\n{table(figures)}\n")
+    return [json_path, md_path]
