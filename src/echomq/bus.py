@@ -133,6 +133,8 @@ class Bus(BusCore):
         return [(job.decode(), int(score)) for job, score in rows]
 
     async def aclose(self) -> None:
+        if self.wire is not None:
+            await self.wire.release()
         await self.redis.aclose()
 
     async def __aenter__(self) -> Bus:
