@@ -13,6 +13,7 @@ from typing import Any
 from redis.asyncio import Redis, RedisCluster
 
 from echomq import dead, finish, jobs, lanes, stats, sweep
+from echomq._clients import client_options
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
@@ -50,9 +51,7 @@ class Bus(BusCore):
         ``max_connections`` sizes the client's pool (per node on a cluster; redis-py's default is 100,
         and a call past it fails at once rather than waiting): give at least the number of concurrent
         callers, e.g. a worker's concurrency when its handler uses Redis too."""
-        options: dict[str, Any] = {"decode_responses": False}
-        if max_connections is not None:
-            options["max_connections"] = check_int("max_connections", max_connections, 1, 100_000)
+        options = client_options(max_connections)
         if cluster:
             return cls(RedisCluster.from_url(url, **options), tag, settings)
         return cls(Redis.from_url(url, **options), tag, settings)

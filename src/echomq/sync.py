@@ -25,13 +25,12 @@ Guarantees, as for :class:`echomq.Bus`:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import redis
 import redis.cluster
 
 from echomq import jobs, stats
-from echomq._validate import check_int
+from echomq._clients import client_options
 from echomq._wire import SyncWire, plain_sync
 from echomq.core import DEFAULT_TAG, Settings
 from echomq.errors import InvalidOption, translate_redis_errors
@@ -75,9 +74,7 @@ class SyncBus:
         ``cluster=True`` a cluster client that discovers the other nodes from that one (it connects now).
 
         ``max_connections`` sizes the client's pool: at least the number of threads that call at once."""
-        options: dict[str, Any] = {"decode_responses": False}
-        if max_connections is not None:
-            options["max_connections"] = check_int("max_connections", max_connections, 1, 100_000)
+        options = client_options(max_connections)
         if cluster:
             with translate_redis_errors():
                 return cls(redis.cluster.RedisCluster.from_url(url, **options), tag, settings)
