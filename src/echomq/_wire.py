@@ -12,7 +12,8 @@ What is the same as through ``Script.__call__``: a ``ConnectionError`` or ``Time
 and retries as the client's Retry says (none for a ``from_url`` client) and the command is sent again
 as it was, so a script whose reply was lost runs again and answers truthfully (every EchoMQ script is
 written for that); an error reply raises redis-py's exception, ``NOSCRIPT`` included, on which the
-caller falls back to ``Script.__call__`` (it loads the script and runs it again: nothing ran).
+caller loads the script on the same connection and runs it again (nothing ran), as ``Script.__call__``
+would.
 
 :class:`AsyncWire` keeps one connection of its own, made by the pool with the pool's settings but outside
 its count (so a pool sized for N callers still serves N), and sends on it while it is free; a call made
@@ -44,8 +45,18 @@ _DIRECT_BYTES = 64 * 1024
 
 def pack(sha: str, keys: list[str], args: list[Any]) -> bytes:
     """The RESP bytes of ``EVALSHA sha len(keys) *keys *args`` (str, bytes and int arguments)."""
-    packed: bytes = hiredis.pack_command(("EVALSHA", sha, len(keys), *keys, *args))
+    return pack_args("EVALSHA", sha, len(keys), *keys, *args)
+
+
+def pack_args(*args: Any) -> bytes:
+    """The RESP bytes of one command (str, bytes and int arguments), packed by hiredis."""
+    packed: bytes = hiredis.pack_command(args)
     return packed
+
+
+def pack_load(source: str | bytes | memoryview) -> bytes:
+    """The RESP bytes of ``SCRIPT LOAD source``."""
+    return pack_args("SCRIPT", "LOAD", source)
 
 
 def _fits(client: object, kind: type) -> bool:
@@ -116,9 +127,14 @@ class AsyncWire:
                 await pool.release(conn)
         self._busy = True
         try:
-            if self._own is None:
-                self._own = pool.make_connection()  # type: ignore[no-untyped-call] # connects on its first send
-            return await self._retrying(self._own, command, replies)
+            own = self._own
+            if own is None:
+                own = self._own = pool.make_connection()  # type: ignore[no-untyped-call] # connects on its first send
+            elif own.is_connected and await own.can_read():
+                # As the pool checks what it hands out: a connection the server closed while it was idle
+                # (a restart, an idle timeout), or with bytes no call asked for, is made anew first.
+                await own.disconnect()
+            return await self._retrying(own, command, replies)
         finally:
             self._busy = False
 

@@ -40,7 +40,7 @@ the application must share the bus's hash tag to be touched by the same script o
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from importlib import resources
@@ -53,7 +53,7 @@ from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError, ResponseError
 
-from echomq._wire import AsyncWire, SyncWire, pack
+from echomq._wire import AsyncWire, SyncWire, pack, pack_load
 
 KEY_COUNTS: dict[str, int] = {
     "enqueue": 7,
@@ -153,10 +153,12 @@ class AsyncScripts(_Registry[AsyncScript]):
         """Run ``name`` on the bound client, or on ``client`` (a pipeline) when given."""
         script = self.get(name, keys)
         if client is None and self.wire is not None:
+            command = pack(script.sha, keys, args)
             try:
-                return await self.wire.call(pack(script.sha, keys, args))
-            except NoScriptError:
-                pass  # nothing ran: redis-py's call loads the script and runs it
+                return await self.wire.call(command)
+            except NoScriptError:  # nothing ran (a restarted server): load it, then run it, on the wire
+                await self.wire.call(pack_load(script.script))
+                return await self.wire.call(command)
         return await script(keys=keys, args=args, client=client)
 
     async def run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
@@ -171,23 +173,20 @@ class AsyncScripts(_Registry[AsyncScript]):
                     await script(keys=keys, args=args, client=pipe)
                 replies: list[Any] = await pipe.execute(raise_on_error=False)
             return replies
-        command = b"".join(
-            pack(script.sha, keys, args) for script, (keys, args) in zip(scripts, calls, strict=True)
-        )
-        replies = await self.wire.call_many(command, len(calls))
-        for i, reply in enumerate(replies):
-            if isinstance(reply, NoScriptError):  # nothing ran (a restarted server): load and run it
-                keys, args = calls[i]
-                replies[i] = await _settled(scripts[i](keys=keys, args=args))
+        commands = [pack(script.sha, keys, args) for script, (keys, args) in zip(scripts, calls, strict=True)]
+        replies = await self.wire.call_many(b"".join(commands), len(calls))
+        missing = _missing(replies)
+        if missing:  # nothing of those ran (a restarted server): load the script, then run them again
+            await self.wire.call(pack_load(scripts[missing[0]].script))
+            again = await self.wire.call_many(b"".join(commands[i] for i in missing), len(missing))
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
         return replies
 
 
-async def _settled(call: Awaitable[Any]) -> Any:
-    """The reply of ``call``, or its error reply as a value."""
-    try:
-        return await call
-    except ResponseError as error:
-        return error
+def _missing(replies: list[Any]) -> list[int]:
+    """The positions of a batch's NOSCRIPT replies."""
+    return [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
 
 
 class SyncScripts(_Registry[Script]):
@@ -207,10 +206,12 @@ class SyncScripts(_Registry[Script]):
         """Run ``name`` on the bound client, or on ``client`` (a pipeline) when given."""
         script = self.get(name, keys)
         if client is None and self.wire is not None:
+            command = pack(script.sha, keys, args)
             try:
-                return self.wire.call(pack(script.sha, keys, args))
-            except NoScriptError:
-                pass  # nothing ran: redis-py's call loads the script and runs it
+                return self.wire.call(command)
+            except NoScriptError:  # nothing ran: load it, then run it
+                self.wire.call(pack_load(script.script))
+                return self.wire.call(command)
         return script(keys=keys, args=args, client=client)
 
     def run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
@@ -225,13 +226,14 @@ class SyncScripts(_Registry[Script]):
                 script(keys=keys, args=args, client=pipe)
             replies: list[Any] = pipe.execute(raise_on_error=False)
             return replies
-        replies = self.wire.call_many(
-            b"".join(pack(s.sha, keys, args) for s, (keys, args) in pairs), len(calls)
-        )
-        for i, reply in enumerate(replies):
-            if isinstance(reply, NoScriptError):
-                script, (keys, args) = pairs[i]
-                replies[i] = _settled_sync(partial(script, keys=keys, args=args))
+        commands = [pack(s.sha, keys, args) for s, (keys, args) in pairs]
+        replies = self.wire.call_many(b"".join(commands), len(calls))
+        missing = _missing(replies)
+        if missing:
+            self.wire.call(pack_load(scripts[missing[0]].script))
+            again = self.wire.call_many(b"".join(commands[i] for i in missing), len(missing))
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
         return replies
 
 

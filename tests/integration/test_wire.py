@@ -8,6 +8,7 @@ import asyncio
 import signal
 
 import pytest
+import redis
 import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -107,3 +108,18 @@ async def test_a_cancelled_enqueue_is_answered_truthfully_when_sent_again(server
             signal_server(server, signal.SIGCONT)
         assert await bus.enqueue(job, lane="L", payload=b"p") is Admission.DUPLICATE
         assert (await bus.stats()).counters["admitted"] == 2
+
+
+async def test_a_connection_the_server_closed_while_idle_is_made_anew(fresh_server):
+    """The server closes the bus's idle connections (CLIENT KILL, as an idle timeout or a restart would):
+    the next enqueue and batch on a client without retries are admitted, not refused."""
+    async with Bus.from_url(fresh_server.url, tag="idle") as bus:
+        assert await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"") is Admission.ADMITTED
+        killer = redis.Redis.from_url(fresh_server.url)
+        try:
+            assert killer.client_kill_filter(_type="normal", skipme=True) >= 1
+        finally:
+            killer.close()
+        await asyncio.sleep(0.2)  # the loop reads the server's close
+        assert await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"") is Admission.ADMITTED
+        assert await bus.enqueue_many([NewJob(ids.mint("JOB"), "L", b"")]) == [Admission.ADMITTED]
