@@ -33,6 +33,9 @@ class Bus(BusCore):
     every script runs on the node that owns it; a large deployment spreads lanes over several tags.
     Batched calls (:meth:`enqueue_many`, and the :class:`~echomq.worker.runner.Worker`'s completes and lease
     renewals) go one script per call on a cluster, since redis-py's cluster pipeline refuses scripts.
+    On a plain client the scripts run over one connection of the bus's own, besides the client's pool,
+    whenever it is free (:mod:`echomq._wire`); :meth:`aclose` closes it with the client. A blocking
+    producer (a web view, a script) uses :class:`echomq.SyncBus` instead.
     """
 
     @classmethod
@@ -50,7 +53,8 @@ class Bus(BusCore):
 
         ``max_connections`` sizes the client's pool (per node on a cluster; redis-py's default is 100,
         and a call past it fails at once rather than waiting): give at least the number of concurrent
-        callers, e.g. a worker's concurrency when its handler uses Redis too."""
+        callers, e.g. a worker's concurrency when its handler uses Redis too. The bus's own connection for
+        its scripts comes on top."""
         options = client_options(max_connections)
         if cluster:
             return cls(RedisCluster.from_url(url, **options), tag, settings)
