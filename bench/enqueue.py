@@ -5,16 +5,16 @@ Run alone with ``.venv/bin/python -m bench.enqueue`` (it starts its own redis-se
 everysec), or call :func:`measure` on a server of your own. The raw loops are ``bench.queue``'s
 references: ``enqueue.lua`` by EVALSHA, one per round trip, and in pipelines of 1000, with every call's
 keys and arguments built before the clock starts (so the raw loop does no checking at all, while EchoMQ
-checks every job inside its timed calls). Each kind is measured ``rounds`` times, interleaved, and the
-median is kept; with other work on the machine wall-clock figures move, so compare the ratios of one
-run, and the client's CPU per job (``time.process_time``: this process only, not the server's).
+checks every job inside its timed calls). The kinds take turns of 100 jobs (one batch in bulk), their
+order rotating, and each kind's time is summed over its turns, so a busy spell of a shared machine falls
+on all of them alike; still, wall-clock figures move from run to run: compare the ratios of one run, and
+the client's CPU per job (``time.process_time``: this process only, not the server's).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,101 +28,119 @@ from echomq.scripts import SyncScripts
 from echomq.testing.server import RedisProcess
 
 TARGET = 0.9  # issue 14: at least 0.9 of the raw loop, one by one and in bulk
-Timing = tuple[float, float]  # (jobs per second, client CPU µs per job)
 
 
-def _timed(count: int, work: Callable[[], Any]) -> Timing:
-    wall, cpu = time.perf_counter(), time.process_time()
-    work()
-    return count / (time.perf_counter() - wall), (time.process_time() - cpu) / count * 1e6
+class Clock:
+    """Wall and CPU time summed over the turns of one kind of work."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+        self.jobs = 0
+
+    def time(self, jobs: int, work: Callable[[], Any]) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        work()
+        self.wall += time.perf_counter() - wall
+        self.cpu += time.process_time() - cpu
+        self.jobs += jobs
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.wall
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / self.jobs * 1e6
 
 
-def raw_serial(client: redis.Redis, bus: SyncBus, batch: list[NewJob]) -> Timing:
-    scripts = SyncScripts(client)
-    calls = [jobs.enqueue_call(bus, job) for job in batch]
-    return _timed(len(batch), lambda: [scripts.run("enqueue", keys, args) for keys, args in calls])
+class Producers:
+    """The four ways to enqueue, on one server: raw EVALSHA on a blocking client, the asyncio Bus (on an
+    event loop of its own, so its turns interleave with the others), and the SyncBus."""
 
+    def __init__(self, url: str) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.raw = SyncScripts(self.client)
+        self.raw_bus = SyncBus(self.client, tag="enq-raw")  # builds the raw calls; its scripts are unused
+        self.sync = SyncBus.from_url(url, tag="enq-sync")
+        self.loop = asyncio.new_event_loop()
+        self.bus = Bus.from_url(url, tag="enq-async")
+        for warm in (self.sync.enqueue_many, self.raw_bus.enqueue_many):
+            warm(_new_jobs(1))  # connected and the script loaded before any clock starts
+        self.loop.run_until_complete(self.bus.enqueue_many(_new_jobs(1)))
 
-def raw_pipelined(client: redis.Redis, bus: SyncBus, batch: list[NewJob]) -> Timing:
-    scripts = SyncScripts(client)
-    calls = [jobs.enqueue_call(bus, job) for job in batch]
+    def close(self) -> None:
+        self.loop.run_until_complete(self.bus.aclose())
+        self.loop.close()
+        self.sync.close()
+        self.client.close()
 
-    def work() -> None:
-        for i in range(0, len(calls), PIPELINE):
-            pipe = client.pipeline(transaction=False)
-            for keys, args in calls[i : i + PIPELINE]:
-                scripts.run("enqueue", keys, args, client=pipe)
+    def raw_serial(self, batch: list[NewJob]) -> Callable[[], Any]:
+        calls = [jobs.enqueue_call(self.raw_bus, job) for job in batch]  # built before the clock starts
+        return lambda: [self.raw.run("enqueue", keys, args) for keys, args in calls]
+
+    def raw_pipelined(self, batch: list[NewJob]) -> Callable[[], Any]:
+        calls = [jobs.enqueue_call(self.raw_bus, job) for job in batch]
+
+        def work() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            for keys, args in calls:
+                self.raw.run("enqueue", keys, args, client=pipe)
             pipe.execute()
 
-    return _timed(len(batch), work)
+        return work
+
+    def async_single(self, batch: list[NewJob]) -> Callable[[], Any]:
+        async def work() -> None:
+            for j in batch:
+                await self.bus.enqueue(j.job, lane=j.lane, payload=j.payload)
+
+        return lambda: self.loop.run_until_complete(work())
+
+    def async_bulk(self, batch: list[NewJob]) -> Callable[[], Any]:
+        return lambda: self.loop.run_until_complete(self.bus.enqueue_many(batch))
+
+    def sync_single(self, batch: list[NewJob]) -> Callable[[], Any]:
+        return lambda: [self.sync.enqueue(j.job, lane=j.lane, payload=j.payload) for j in batch]
+
+    def sync_bulk(self, batch: list[NewJob]) -> Callable[[], Any]:
+        return lambda: self.sync.enqueue_many(batch)
 
 
-def sync_single(bus: SyncBus, batch: list[NewJob]) -> Timing:
-    return _timed(len(batch), lambda: [bus.enqueue(j.job, lane=j.lane, payload=j.payload) for j in batch])
+SINGLE = ("raw serial", "async single", "sync single")
+BULK = ("raw pipelined", "async bulk", "sync bulk")
+TURN = 100  # jobs one by one per turn; a bulk turn is one batch of PIPELINE
 
 
-def sync_bulk(bus: SyncBus, batch: list[NewJob]) -> Timing:
-    return _timed(
-        len(batch),
-        lambda: [bus.enqueue_many(batch[i : i + PIPELINE]) for i in range(0, len(batch), PIPELINE)],
-    )
-
-
-async def _async_single(bus: Bus, batch: list[NewJob]) -> None:
-    for j in batch:
-        await bus.enqueue(j.job, lane=j.lane, payload=j.payload)
-
-
-async def _async_bulk(bus: Bus, batch: list[NewJob]) -> None:
-    for i in range(0, len(batch), PIPELINE):
-        await bus.enqueue_many(batch[i : i + PIPELINE])
-
-
-def async_timed(url: str, tag: str, batch: list[NewJob], *, bulk: bool) -> Timing:
-    """One asyncio run: a bus connected (one warm call), then the timed loop."""
-
-    async def run() -> Timing:
-        async with Bus.from_url(url, tag=tag) as bus:
-            await bus.enqueue_many(_new_jobs(1))  # connect and load the script outside the clock
-            wall, cpu = time.perf_counter(), time.process_time()
-            await (_async_bulk if bulk else _async_single)(bus, batch)
-            return len(batch) / (time.perf_counter() - wall), (time.process_time() - cpu) / len(batch) * 1e6
-
-    return asyncio.run(run())
-
-
-KINDS = ("raw serial", "raw pipelined", "async single", "sync single", "async bulk", "sync bulk")
-
-
-def samples(url: str, count: int, rounds: int = 3) -> dict[str, list[Timing]]:
-    """Every kind ``rounds`` times, interleaved so that a busy spell of the machine hits them all."""
-    client = redis.Redis.from_url(url)
-    out: dict[str, list[Timing]] = {kind: [] for kind in KINDS}
+def clocks(url: str, count: int) -> dict[str, Clock]:
+    """``count`` jobs one by one and ``4 * count`` in bulk for each kind, in short turns that take
+    their order in rotation, so a busy spell of the machine falls on every kind alike."""
+    producers = Producers(url)
+    work = {
+        "raw serial": producers.raw_serial,
+        "async single": producers.async_single,
+        "sync single": producers.sync_single,
+        "raw pipelined": producers.raw_pipelined,
+        "async bulk": producers.async_bulk,
+        "sync bulk": producers.sync_bulk,
+    }
+    out = {kind: Clock() for kind in (*SINGLE, *BULK)}
     try:
-        with SyncBus.from_url(url, tag="enq-sync") as sbus:
-            sbus.enqueue_many(_new_jobs(1))  # connect and load the script outside the clock
-            for r in range(rounds):
-                out["raw serial"].append(raw_serial(client, SyncBus(client, f"raw-s{r}"), _new_jobs(count)))
-                out["async single"].append(async_timed(url, f"enq-a{r}", _new_jobs(count), bulk=False))
-                out["sync single"].append(sync_single(sbus, _new_jobs(count)))
-                bulk = count * 4
-                out["raw pipelined"].append(
-                    raw_pipelined(client, SyncBus(client, f"raw-p{r}"), _new_jobs(bulk))
-                )
-                out["async bulk"].append(async_timed(url, f"enq-ab{r}", _new_jobs(bulk), bulk=True))
-                out["sync bulk"].append(sync_bulk(sbus, _new_jobs(bulk)))
+        for kinds, size, turns in ((SINGLE, TURN, count // TURN), (BULK, PIPELINE, 4 * count // PIPELINE)):
+            for turn in range(max(1, turns)):
+                for kind in kinds[turn % 3 :] + kinds[: turn % 3]:
+                    batch = _new_jobs(size)
+                    out[kind].time(size, work[kind](batch))
     finally:
-        client.close()
+        producers.close()
     return out
 
 
-def measure(url: str, count: int, rounds: int = 3) -> list[Figure]:
-    """The enqueue figures: one by one (``count`` jobs a round) and in bulk (4x that, by 1000), from
-    the asyncio Bus and the SyncBus, against the raw loops; then the client's CPU µs per job."""
-    got = samples(url, count, rounds)
-    rate = {kind: statistics.median(r for r, _ in got[kind]) for kind in KINDS}
-    cpu = {kind: statistics.median(c for _, c in got[kind]) for kind in KINDS}
+def measure(url: str, count: int) -> list[Figure]:
+    """The enqueue figures: one by one (``count`` jobs) and in bulk (4x that, by 1000), from the asyncio
+    Bus and the SyncBus, against the raw loops of the same run; then the client's CPU µs per job."""
+    got = clocks(url, count)
     serial, piped = "raw enqueue.lua, one per round trip", "raw pipelined enqueue.lua"
+    rate = {kind: clock.rate for kind, clock in got.items()}
     figures = [
         Figure("enqueue raw, one per round trip (jobs/s)", rate["raw serial"], "jobs/s", None, ""),
         Figure(
@@ -159,18 +177,13 @@ def measure(url: str, count: int, rounds: int = 3) -> list[Figure]:
             TARGET,
         ),
     ]
-    for kind, ref in (
-        ("async single", "raw serial"),
-        ("sync single", "raw serial"),
-        ("async bulk", "raw pipelined"),
-        ("sync bulk", "raw pipelined"),
-    ):
+    for kind, ref in (*((k, "raw serial") for k in SINGLE[1:]), *((k, "raw pipelined") for k in BULK[1:])):
         figures.append(
             Figure(
                 f"client CPU per job, {kind} (µs)",
-                cpu[kind],
+                got[kind].cpu_us,
                 "µs",
-                cpu[ref],
+                got[ref].cpu_us,
                 f"{ref} loop's CPU µs/job",
                 better="lower",
             )
@@ -180,12 +193,13 @@ def measure(url: str, count: int, rounds: int = 3) -> list[Figure]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, default=3000, help="jobs one by one per round (bulk: 4x)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=5000, help="jobs one by one per kind (bulk: 4x)")
     args = parser.parse_args()
     with RedisProcess(appendonly=True, appendfsync="everysec") as server:
-        figures = measure(server.url, args.jobs, args.rounds)
-    head = f"{args.jobs} jobs one by one, {4 * args.jobs} in bulk, median of {args.rounds}"
+        figures = measure(server.url, args.jobs)
+    head = (
+        f"{args.jobs} jobs one by one and {4 * args.jobs} in bulk per kind, in turns of {TURN} / {PIPELINE}"
+    )
     print(f"\nEchoMQ enqueue benchmark · {head}\n")
     print(table(figures))
 
