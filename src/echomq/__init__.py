@@ -2,7 +2,8 @@
 
 Five patterns, each one atomic Lua script: the claim (lane -> active at a server-clock lease), redelivery
 (the at-least-once price), the stalled sweep, the fenced finish, and the blocking pickup. Admission is
-idempotent on a branded, sortable job id, and service rotates fairly across lanes.
+idempotent on a branded, sortable job id, and service rotates fairly across lanes. :class:`Bus` is the
+asyncio API (producers and workers); :class:`SyncBus` is the producer's API on a blocking client.
 """
 
 from echomq import ids
@@ -31,6 +32,7 @@ from echomq.lanes import Claimed
 from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
 from echomq.stats import LaneStats, Stats
 from echomq.sweep import SweepReport
+from echomq.sync import SyncBus
 from echomq.worker.handler import Job, WorkerCounts
 from echomq.worker.runner import Worker
 
@@ -66,6 +68,7 @@ __all__ = [
     "Settings",
     "Stats",
     "SweepReport",
+    "SyncBus",
     "UnknownJob",
     "Worker",
     "WorkerCounts",

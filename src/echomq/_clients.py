@@ -30,7 +30,18 @@ import redis.asyncio
 import redis.cluster
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 
+from echomq._validate import check_int
 from echomq.errors import InvalidOption
+
+
+def client_options(max_connections: int | None) -> dict[str, Any]:
+    """The options a bus's ``from_url`` gives its new client (either flavour): raw bytes replies, and the
+    pool's size when given (redis-py's default is 100, and a call past it fails at once)."""
+    options: dict[str, Any] = {"decode_responses": False}
+    if max_connections is not None:
+        options["max_connections"] = check_int("max_connections", max_connections, 1, 100_000)
+    return options
+
 
 # Options that select the same server, database and identity in both redis-py client flavours.
 _PORTABLE = (

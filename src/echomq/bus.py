@@ -13,6 +13,7 @@ from typing import Any
 from redis.asyncio import Redis, RedisCluster
 
 from echomq import dead, finish, inspection, jobs, lanes, stats, sweep
+from echomq._clients import client_options
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
@@ -33,6 +34,9 @@ class Bus(BusCore):
     every script runs on the node that owns it; a large deployment spreads lanes over several tags.
     Batched calls (:meth:`enqueue_many`, and the :class:`~echomq.worker.runner.Worker`'s completes and lease
     renewals) go one script per call on a cluster, since redis-py's cluster pipeline refuses scripts.
+    On a plain client the scripts run over one connection of the bus's own, besides the client's pool,
+    whenever it is free (:mod:`echomq._wire`); :meth:`aclose` closes it with the client. A blocking
+    producer (a web view, a script) uses :class:`echomq.SyncBus` instead.
     """
 
     @classmethod
@@ -50,10 +54,9 @@ class Bus(BusCore):
 
         ``max_connections`` sizes the client's pool (per node on a cluster; redis-py's default is 100,
         and a call past it fails at once rather than waiting): give at least the number of concurrent
-        callers, e.g. a worker's concurrency when its handler uses Redis too."""
-        options: dict[str, Any] = {"decode_responses": False}
-        if max_connections is not None:
-            options["max_connections"] = check_int("max_connections", max_connections, 1, 100_000)
+        callers, e.g. a worker's concurrency when its handler uses Redis too. The bus's own connection for
+        its scripts comes on top."""
+        options = client_options(max_connections)
         if cluster:
             return cls(RedisCluster.from_url(url, **options), tag, settings)
         return cls(Redis.from_url(url, **options), tag, settings)
@@ -134,6 +137,8 @@ class Bus(BusCore):
         return [(job.decode(), int(score)) for job, score in rows]
 
     async def aclose(self) -> None:
+        if self.wire is not None:
+            await self.wire.release()
         await self.redis.aclose()
 
     async def __aenter__(self) -> Bus:

@@ -13,6 +13,7 @@ from typing import Any
 from redis.asyncio import Redis, RedisCluster
 
 from echomq._validate import check_int
+from echomq._wire import async_wire, plain_async
 from echomq.keyspace import Keyspace
 from echomq.scripts import AsyncScripts
 
@@ -64,7 +65,10 @@ class BusCore:
         self.redis = redis
         self.keys = Keyspace(tag)
         self.settings = settings or Settings()
-        self.scripts = AsyncScripts(redis)
+        # A plain client's script calls skip redis-py's per-command layers (echomq._wire); the bus holds
+        # a connection of its own for them (shared by the buses of one client) until it closes.
+        self.wire = async_wire(redis) if plain_async(redis) else None
+        self.scripts = AsyncScripts(redis, wire=self.wire)
 
     @property
     def is_cluster(self) -> bool:

@@ -108,6 +108,12 @@ def parse(text: object, brand: str | None = None) -> tuple[str, bytes]:
 
     With ``brand`` given, an id of any other brand is refused too.
     """
+    match = _match(text, brand)
+    return match.group(1), _decode(match.group(2)).to_bytes(BODY_BYTES, "big")
+
+
+def _match(text: object, brand: str | None) -> re.Match[str]:
+    """The match of a well-formed id (of ``brand``, when given); else raise :class:`InvalidId`."""
     if not isinstance(text, str):
         raise InvalidId(f"an id is a str, got {type(text).__name__}")
     match = _TEXT.fullmatch(text)
@@ -120,12 +126,13 @@ def parse(text: object, brand: str | None = None) -> tuple[str, bytes]:
     found = match.group(1)
     if brand is not None and found != check_brand(brand):
         raise InvalidId(f"expected a {brand} id, got a {found} id")
-    return found, _decode(match.group(2)).to_bytes(BODY_BYTES, "big")
+    return match
 
 
 def check(text: object, brand: str | None = None) -> str:
-    """Return ``text`` unchanged if it is a well-formed id (of ``brand``, when given)."""
-    parse(text, brand)
+    """Return ``text`` unchanged if it is a well-formed id (of ``brand``, when given); the pattern is the
+    whole rule, so no body is decoded (every key builder and admission calls this)."""
+    _match(text, brand)
     assert isinstance(text, str)
     return text
 

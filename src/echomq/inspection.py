@@ -16,6 +16,7 @@ from echomq.states import JobState
 
 if TYPE_CHECKING:
     from echomq.core import BusCore
+    from echomq.jobs import Admitting
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class JobInfo:
     trimmed: bool
 
 
-def _location(bus: BusCore, state: JobState, lane: str) -> str:
+def _location(bus: Admitting, state: JobState, lane: str) -> str:
     keys = bus.keys
     return {
         JobState.QUEUED: keys.lane(lane),
@@ -70,9 +71,23 @@ async def inspect(bus: BusCore, job: str) -> JobInfo:
     job_key = bus.keys.job(job)
     with translate_redis_errors():
         raw: dict[bytes, bytes] = await bus.redis.hgetall(job_key)  # type: ignore[assignment]
-        row = rows.decode(raw)
-        if not row:
-            return await _inspect_tombstone(bus, job)
+        info = row_info(bus, job, raw)
+        if info is not None:
+            return info
+        key, field = bus.keys.tombstone(job)
+        async with bus.redis.pipeline(transaction=False) as pipe:
+            pipe.hget(key, field)
+            pipe.time()
+            value, now = await pipe.execute()
+    return tombstone_info(bus, job, value, now)
+
+
+def row_info(bus: Admitting, job: str, raw: dict[bytes, bytes]) -> JobInfo | None:
+    """The :class:`JobInfo` of ``job``'s row as HGETALL read it, or None when it has no row (then its
+    tombstone tells: :func:`tombstone_info`). Shared by the asyncio and the blocking bus."""
+    row = rows.decode(raw)
+    if not row:
+        return None
     state = JobState(row["state"].decode())
     lane = row["lane"].decode()
     trimmed = "trimmed" in row
@@ -99,14 +114,11 @@ async def inspect(bus: BusCore, job: str) -> JobInfo:
     )
 
 
-async def _inspect_tombstone(bus: BusCore, job: str) -> JobInfo:
-    """The tombstone of a trimmed job, as :func:`inspect` shows it: its lane and payload are gone (the
-    lane is ''), its finish time is its expiry less the bus's dedup window."""
-    key, field = bus.keys.tombstone(job)
-    async with bus.redis.pipeline(transaction=False) as pipe:
-        pipe.hget(key, field)
-        pipe.time()
-        value, (seconds, micros) = await pipe.execute()
+def tombstone_info(bus: Admitting, job: str, value: bytes | None, now: tuple[int, int]) -> JobInfo:
+    """The tombstone of a trimmed job (its field ``value``, read at server ``now`` = TIME's reply), as
+    :func:`inspect` shows it: its lane and payload are gone (the lane is ''), its finish time is its
+    expiry less the bus's dedup window. Raises :class:`UnknownJob` when there is none or it expired."""
+    seconds, micros = now
     tomb = rows.parse_tombstone(value)
     if tomb is None or tomb.expires_ms <= int(seconds) * 1000 + int(micros) // 1000:
         raise UnknownJob(f"no job {job}: never admitted, or its tombstone expired")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from echomq import ids
 from echomq._validate import check_int
@@ -36,12 +36,14 @@ from echomq.errors import (
     ScriptError,
     UnknownJob,
     translate_redis_errors,
+    translated,
 )
 from echomq.keyspace import JOB_BRAND, check_lane, check_request
 from echomq.states import Admission
 
 if TYPE_CHECKING:
-    from echomq.core import BusCore
+    from echomq.core import BusCore, Settings
+    from echomq.keyspace import Keyspace
 
 MAX_ATTEMPTS_LIMIT = 1000
 PRIORITY_LIMIT = 1_000_000
@@ -110,8 +112,20 @@ def check_bytes(name: str, value: object, limit: int) -> bytes:
     return data
 
 
-def enqueue_call(bus: BusCore, spec: NewJob) -> tuple[list[str], list[Any]]:
-    """Keys and args of one enqueue.lua call, every input checked (shared with the benchmark)."""
+class Admitting(Protocol):
+    """What admission and inspection need of a bus, the asyncio :class:`~echomq.Bus` or the blocking
+    :class:`~echomq.SyncBus`: its keyspace and settings."""
+
+    @property
+    def keys(self) -> Keyspace: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+
+def enqueue_call(bus: Admitting, spec: NewJob) -> tuple[list[str], list[Any]]:
+    """Keys and args of one enqueue.lua call, every input checked (shared by both buses and the
+    benchmark): a hostile or careless producer gets a typed error here and nothing is sent."""
     keys = bus.keys
     job_key = keys.job(spec.job)
     lane_key = keys.lane(spec.lane)
@@ -128,7 +142,8 @@ def enqueue_call(bus: BusCore, spec: NewJob) -> tuple[list[str], list[Any]]:
 _ADMISSION = {1: Admission.ADMITTED, 0: Admission.DUPLICATE, -1: Admission.CONFLICT}
 
 
-def _admission(reply: Any) -> Admission:
+def admission(reply: Any) -> Admission:
+    """The admission an enqueue.lua reply reports."""
     try:
         return _ADMISSION[int(reply[0])]
     except (KeyError, TypeError, IndexError, ValueError) as exc:
@@ -151,7 +166,7 @@ async def enqueue(
     changes nothing, so treat ``DUPLICATE`` as success."""
     keys, args = enqueue_call(bus, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
     with translate_redis_errors():
-        return _admission(await bus.scripts.run("enqueue", keys, args))
+        return admission(await bus.scripts.run("enqueue", keys, args))
 
 
 async def run_each(
@@ -180,12 +195,18 @@ async def enqueue_many(bus: BusCore, jobs: Iterable[NewJob]) -> list[Admission]:
     with translate_redis_errors():
         if bus.is_cluster:
             replies = await run_each(bus, "enqueue", calls)
-            return [_admission(reply) for reply in replies]
-        async with bus.redis.pipeline(transaction=False) as pipe:
-            for keys, args in calls:
-                await bus.scripts.run("enqueue", keys, args, client=pipe)
-            replies = await pipe.execute()
-    return [_admission(reply) for reply in replies]
+        else:
+            replies = await bus.scripts.run_many("enqueue", calls)
+    return admissions(replies)
+
+
+def admissions(replies: list[Any]) -> list[Admission]:
+    """The admissions of a batch's enqueue.lua replies; the first error reply raises (translated), as
+    the batch's failure: the jobs before and after it may have been admitted, and its retry says which."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise translated(reply) from reply
+    return [admission(reply) for reply in replies]
 
 
 def reply_code(name: str, reply: Any, job: str) -> int:

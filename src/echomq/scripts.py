@@ -40,9 +40,9 @@ the application must share the bus's hash tag to be touched by the same script o
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from typing import Any, Generic, TypeVar
 
@@ -51,6 +51,9 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.commands.core import AsyncScript, Script
+from redis.exceptions import NoScriptError, ResponseError
+
+from echomq._wire import AsyncWire, SyncWire, pack, pack_load
 
 KEY_COUNTS: dict[str, int] = {
     "enqueue": 7,
@@ -131,26 +134,111 @@ class _Registry(Generic[ScriptT]):
 
 
 class AsyncScripts(_Registry[AsyncScript]):
-    """The scripts of ``library`` bound to an asyncio client."""
+    """The scripts of ``library`` bound to an asyncio client; with a ``wire`` (a plain client's, see
+    :mod:`echomq._wire`) a call outside a pipeline is packed once and sent on it."""
 
-    def __init__(self, client: AsyncRedis | AsyncRedisCluster, library: Library = ECHOMQ) -> None:
+    def __init__(
+        self,
+        client: AsyncRedis | AsyncRedisCluster,
+        library: Library = ECHOMQ,
+        wire: AsyncWire | None = None,
+    ) -> None:
         super().__init__(
             library, {name: client.register_script(library.source(name)) for name in library.counts}
         )
+        self.client = client
+        self.wire = wire
 
     async def run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         """Run ``name`` on the bound client, or on ``client`` (a pipeline) when given."""
-        return await self.get(name, keys)(keys=keys, args=args, client=client)
+        script = self.get(name, keys)
+        if client is None and self.wire is not None:
+            command = pack(script.sha, keys, args)
+            try:
+                return await self.wire.call(command)
+            except NoScriptError:  # nothing ran (a restarted server): load it, then run it, on the wire
+                await self.wire.call(pack_load(script.script))
+                return await self.wire.call(command)
+        return await script(keys=keys, args=args, client=client)
+
+    async def run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Run ``name`` once per ``(keys, args)`` in one round trip (not a transaction), in order: each
+        reply, or its error as a value. Not on a cluster client (redis-py's cluster pipeline refuses
+        scripts)."""
+        scripts = [self.get(name, keys) for keys, _ in calls]
+        if self.wire is None:
+            pipe: Any
+            async with self.client.pipeline(transaction=False) as pipe:
+                for script, (keys, args) in zip(scripts, calls, strict=True):
+                    await script(keys=keys, args=args, client=pipe)
+                replies: list[Any] = await pipe.execute(raise_on_error=False)
+            return replies
+        commands = [pack(script.sha, keys, args) for script, (keys, args) in zip(scripts, calls, strict=True)]
+        replies = await self.wire.call_many(b"".join(commands), len(calls))
+        missing = _missing(replies)
+        if missing:  # nothing of those ran (a restarted server): load the script, then run them again
+            await self.wire.call(pack_load(scripts[missing[0]].script))
+            again = await self.wire.call_many(b"".join(commands[i] for i in missing), len(missing))
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        return replies
+
+
+def _missing(replies: list[Any]) -> list[int]:
+    """The positions of a batch's NOSCRIPT replies."""
+    return [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
 
 
 class SyncScripts(_Registry[Script]):
-    """The scripts of ``library`` bound to a blocking client (the lease keeper thread uses these)."""
+    """The scripts of ``library`` bound to a blocking client (the lease keeper thread and
+    :class:`echomq.SyncBus` use these); with a ``wire``, as :class:`AsyncScripts`."""
 
-    def __init__(self, client: SyncRedis | SyncRedisCluster, library: Library = ECHOMQ) -> None:
+    def __init__(
+        self, client: SyncRedis | SyncRedisCluster, library: Library = ECHOMQ, wire: SyncWire | None = None
+    ) -> None:
         super().__init__(
             library, {name: client.register_script(library.source(name)) for name in library.counts}
         )
+        self.client = client
+        self.wire = wire
 
     def run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         """Run ``name`` on the bound client, or on ``client`` (a pipeline) when given."""
-        return self.get(name, keys)(keys=keys, args=args, client=client)
+        script = self.get(name, keys)
+        if client is None and self.wire is not None:
+            command = pack(script.sha, keys, args)
+            try:
+                return self.wire.call(command)
+            except NoScriptError:  # nothing ran: load it, then run it
+                self.wire.call(pack_load(script.script))
+                return self.wire.call(command)
+        return script(keys=keys, args=args, client=client)
+
+    def run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """As :meth:`AsyncScripts.run_many`; on a cluster client one call after another."""
+        scripts = [self.get(name, keys) for keys, _ in calls]
+        pairs = list(zip(scripts, calls, strict=True))
+        if self.wire is None:
+            if isinstance(self.client, SyncRedisCluster):
+                return [_settled_sync(partial(s, keys=keys, args=args)) for s, (keys, args) in pairs]
+            pipe = self.client.pipeline(transaction=False)
+            for script, (keys, args) in pairs:
+                script(keys=keys, args=args, client=pipe)
+            replies: list[Any] = pipe.execute(raise_on_error=False)
+            return replies
+        commands = [pack(s.sha, keys, args) for s, (keys, args) in pairs]
+        replies = self.wire.call_many(b"".join(commands), len(calls))
+        missing = _missing(replies)
+        if missing:
+            self.wire.call(pack_load(scripts[missing[0]].script))
+            again = self.wire.call_many(b"".join(commands[i] for i in missing), len(missing))
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        return replies
+
+
+def _settled_sync(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except ResponseError as error:
+        return error

@@ -9,7 +9,7 @@ of lanes waiting, however deep any one lane is (see claim.lua for how the script
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from echomq._validate import check_int
 from echomq.errors import translate_redis_errors
@@ -17,6 +17,7 @@ from echomq.states import COUNTERS
 
 if TYPE_CHECKING:
     from echomq.core import BusCore
+    from echomq.keyspace import Keyspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +59,23 @@ async def read_stats(bus: BusCore, *, lanes: int = 50) -> Stats:
     """Counters, depths and the first ``lanes`` lanes of the ring with their depth and lag.
 
     Read only: a lost reply changes nothing and the retry reads afresh."""
-    check_int("lanes", lanes, 0, 10_000)
-    keys = bus.keys
+    keys, args = stats_call(bus.keys, lanes)
     with translate_redis_errors():
-        reply = await bus.scripts.run(
-            "stats",
-            [keys.stats, keys.ring, keys.delayed, keys.active, keys.done, keys.dead, keys.waiting],
-            [keys.prefix, lanes],
-        )
+        reply = await bus.scripts.run("stats", keys, args)
+    return stats_from_reply(reply)
+
+
+def stats_call(keys: Keyspace, lanes: int) -> tuple[list[str], list[Any]]:
+    """Keys and args of one stats.lua call (shared by both buses)."""
+    check_int("lanes", lanes, 0, 10_000)
+    return (
+        [keys.stats, keys.ring, keys.delayed, keys.active, keys.done, keys.dead, keys.waiting],
+        [keys.prefix, lanes],
+    )
+
+
+def stats_from_reply(reply: Any) -> Stats:
+    """The :class:`Stats` a stats.lua reply reports."""
     flat, queued, delayed, active, done, dead, lanes_total, detail = reply
     raw = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
     return Stats(

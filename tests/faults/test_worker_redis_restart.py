@@ -30,9 +30,10 @@ async def test_worker_keeps_going_after_redis_is_killed_and_restarted(fresh_serv
             await asyncio.sleep(1.0)  # the worker's loop finds the server gone and backs off
             fresh_server.start()  # same port, same data: the AOF (appendfsync always) is replayed
             fresh = ids.mint("JOB")
-            for _ in range(100):  # pooled connections reconnect on their next call
-                try:
+            for _ in range(100):  # connections reconnect on their next call: the bus's own for its
+                try:  # scripts (enqueue), and the pool's (inspect); a repeated enqueue is a duplicate
                     await bus.enqueue(fresh, lane="L", payload=b"fresh")
+                    await bus.inspect(fresh)
                     break
                 except RedisUnavailable:
                     await asyncio.sleep(0.1)

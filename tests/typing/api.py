@@ -8,12 +8,14 @@ from echomq import (
     Claim,
     DeadRetry,
     Finish,
+    InvalidInput,
     Job,
     JobInfo,
     NewJob,
     Permanent,
     Stats,
     SweepReport,
+    SyncBus,
     Worker,
     ids,
 )
@@ -42,6 +44,22 @@ async def public_surface(bus: Bus) -> None:
     retried: DeadRetry = await bus.retry_all_dead(batch=500)
     moved: tuple[str, ...] = retried.moved
     del admissions, report, stats, body, moved
+
+
+def readme_sync_producer(job: str, player: str, body: bytes) -> tuple[dict[str, str], int]:
+    """The README's Flask view, without Flask."""
+    with SyncBus.from_url("redis://127.0.0.1:6379/0", tag="cm", max_connections=32) as bus:
+        try:
+            admission = bus.enqueue(job or ids.mint("JOB"), lane=f"PLR-{player}", payload=body)
+        except InvalidInput as exc:
+            return {"error": str(exc)}, 400
+        if admission is Admission.CONFLICT:
+            return {"error": "idempotency key reused"}, 409
+        many: list[Admission] = bus.enqueue_many([NewJob(ids.mint("JOB"), "lane", b"...")])
+        info: JobInfo = bus.inspect(job)
+        stats: Stats = bus.stats()
+        del many, info, stats
+    return {"job": job}, 202
 
 
 # The README's worker example.
