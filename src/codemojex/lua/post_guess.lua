@@ -19,54 +19,37 @@
   5. the admission: lua/includes/admit_guess.lua, exactly submit.lua's (see its contract: charge, lane,
      quota, allowance, ledger, trial, refusals).
 
+  The arguments that do not change from one guess to the next come in two newline-separated lists built
+  once, one per game (ARGV[1]) and one per round (ARGV[2]), so a call sends 15 values, not 43.
+
   Lost reply: the job id (ARGV[6]) is minted by the host for this request and has no Idempotency-Key, so
   a client's retry is a new request and a new guess, exactly as with the routes' path (submit without a
   job id); run again with the same arguments (redis-py's own retry) the call is submit.lua's duplicate and
   charges nothing twice (its buckets are charged once more, as admit.lua's retry would).
 
   Input:
-    KEYS[1]  address bucket (string) cmx:{t}:bucket:guess:a:<digest>
-    KEYS[2]  token bucket   (string) cmx:{t}:bucket:guess:p:<digest> (a token with no token key)
-    KEYS[3]  token key      (string) cmx:{t}:token:<digest> -> the player id
-    KEYS[4]  tokens         (hash)   cmx:{t}:tokens, legacy digest -> player id
-    KEYS[5]  job            (hash)   emq:{t}:job:<JOB>
-    KEYS[6]  ring           (list)   serviceable lanes
-    KEYS[7]  delayed        (zset)   scheduled ids
-    KEYS[8]  wake           (list)   wake-up tokens
-    KEYS[9]  stats          (hash)   queue counters
-    KEYS[10] waiting        (hash)   lane -> claim serial
-    KEYS[11] round          (hash)   cmx:{t}:round:<RND>
-    KEYS[12] quota          (hash)   player -> guesses admitted in the round
-    KEYS[13] charges        (hash)   JOB -> 'currency=amount'
-    KEYS[14] standing       (hash)   player -> leaderboard member
-    KEYS[15] guess          (hash)   cmx:{t}:guess:<GES> (read only: reuse check)
-    KEYS[16] trial          (zset)   players with no admitted guess yet
-    KEYS[17] allowances     (hash)   cmx:{t}:allowances:<RND>
+    KEYS[1] address bucket (string) cmx:{t}:bucket:guess:a:<digest>
+    KEYS[2] token bucket   (string) cmx:{t}:bucket:guess:p:<digest> (a token with no token key)
+    KEYS[3] token key      (string) cmx:{t}:token:<digest> -> the player id
+    KEYS[4] job            (hash)   emq:{t}:job:<JOB>
+    KEYS[5] round          (hash)   cmx:{t}:round:<RND>
+    KEYS[6] guess          (hash)   cmx:{t}:guess:<GES> (read only: reuse check)
 
-    ARGV[1]  the address bucket's capacity (tokens)
-    ARGV[2]  the address bucket's period (ms per token)
-    ARGV[3]  the player bucket's capacity (tokens; 0: no player bucket)
-    ARGV[4]  the player bucket's period (ms per token)
-    ARGV[5]  the player bucket's prefix cmx:{t}:bucket:guess:u:
-    ARGV[6]  job id (minted by the host)
-    ARGV[7]  round id
-    ARGV[8]  the round's keyboard field as the host parsed the guess on it
-    ARGV[9]  the round's length field, likewise
-    ARGV[10] the request digest's text before the player id ('{"guess":<as sent>,"player":"')
-    ARGV[11] the request digest's text after it ('","round":"<RND>","v":1}')
-    ARGV[12] max attempts of the job
-    ARGV[13] wake cap
-    ARGV[14] most guesses a player may have queued at once
-    ARGV[15] the allowance's levels ('ticket=3;coin=50'; '' for none)
-    ARGV[16] the ledger's cap
-    ARGV[17] key prefix of the player's lane (emq:{t}:lane:), the player id appended
-    ARGV[18] key prefix of the player (cmx:{t}:player:)
-    ARGV[19] key prefix of the wallet (cmx:{t}:wallet:)
-    ARGV[20] key prefix of the ledger (cmx:{t}:ledger:)
-    ARGV[21] key prefix of the player's admitted jobs in the round (cmx:{t}:submitted:<RND>:)
-    ARGV[22] key prefix of the player's locks in the round (cmx:{t}:locks:<RND>:)
-    ARGV[23] the guess parsed onto the keyboard: a JSON list of its keys
-    ARGV[24] the token's SHA-256 (hex), its field in the legacy `tokens` hash
+    ARGV[1] the game's fields, newline-separated, in this order: the keys tokens (hash, legacy digest ->
+            player id), ring, delayed, wake, stats, waiting (submit.lua's KEYS[3..7]) and trial; the key
+            prefixes (the player id appended) of the player's lane, player, wallet and ledger; max
+            attempts, wake cap, most guesses queued, the allowance's levels ('' for none), the ledger's
+            cap (submit.lua's ARGV[4], [5], [6], [9], [10]); the guess class's address bucket capacity and
+            period (ms), player bucket capacity (0: none) and period, and the player buckets' prefix
+    ARGV[2] the round's fields, newline-separated: its id; the keys quota, charges, standing and
+            allowances (submit.lua's KEYS[12], [14], [15], [18]); the key prefixes of the player's
+            admitted jobs and of their locks in the round; the round row's keyboard and length as the
+            host parsed the guess on them; the request digest's text after the player id
+            ('","round":"<RND>","v":1}')
+    ARGV[3] job id (minted by the host)
+    ARGV[4] the request digest's text before the player id ('{"guess":<as sent>,"player":"')
+    ARGV[5] the guess parsed onto the keyboard: a JSON list of its keys
+    ARGV[6] the token's SHA-256 (hex), its field in the legacy `tokens` hash
 
   Output:
     {-9, retry_ms, n}                 rate-limited by bucket n (1 address, 2 player); nothing changed
@@ -75,29 +58,36 @@
                                       key cannot be put in the payload as it is; nothing changed but the
                                       buckets (the host takes the routes' path)
     { 2, player, reply, guess }       the admission: reply is submit.lua's (see its Output), guess the
-                                      admitted keys, locks overlaid, as a JSON list
-    {-3, 'unknown_round'} inside reply when the round has no row (nothing changed but the buckets)
+                                      admitted keys, locks overlaid, as a JSON list; reply is
+                                      {-3, 'unknown_round'} when the round has no row (nothing changed but
+                                      the buckets)
 ]]
-local addressBucket, tokenBucket, tokenKey, tokensKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local jobKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8],
-  KEYS[9], KEYS[10]
-local roundKey, quotaKey, chargesKey, standingKey, guessKey, trialKey, allowancesKey = KEYS[11],
-  KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
-local addressCapacity, addressPeriod = tonumber(ARGV[1]), tonumber(ARGV[2])
-local playerCapacity, playerPeriod, playerPrefix = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local jobId, roundId, keyboard, length = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local digestHead, digestTail = ARGV[10], ARGV[11]
-local maxAttempts, wakeCap, maxQueued, allowance, ledgerCap = ARGV[12], ARGV[13], ARGV[14], ARGV[15],
-  ARGV[16]
-local lanePrefix, playerKeyPrefix, walletPrefix, ledgerPrefix = ARGV[17], ARGV[18], ARGV[19], ARGV[20]
-local submittedPrefix, locksPrefix, typed, tokenDigest = ARGV[21], ARGV[22], ARGV[23], ARGV[24]
+local addressBucket, tokenBucket, tokenKey, jobKey, roundKey, guessKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local gameFields, roundFields, jobId, digestHead, typed, tokenDigest =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 -- @include "buckets"
 -- @include "admit_guess"
 
+local function split(text)
+  local fields = {}
+  for field in string.gmatch(text .. '\n', '(.-)\n') do fields[#fields + 1] = field end
+  return fields
+end
+local g, r = split(gameFields), split(roundFields)
+local tokensKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey, trialKey =
+  g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+local lanePrefix, playerPrefix, walletPrefix, ledgerPrefix = g[8], g[9], g[10], g[11]
+local maxAttempts, wakeCap, maxQueued, allowance, ledgerCap = g[12], g[13], g[14], g[15], g[16]
+local addressCapacity, addressPeriod = tonumber(g[17]), tonumber(g[18])
+local playerCapacity, playerPeriod, playerBuckets = tonumber(g[19]), tonumber(g[20]), g[21]
+local roundId, quotaKey, chargesKey, standingKey, allowancesKey = r[1], r[2], r[3], r[4], r[5]
+local submittedPrefix, locksPrefix, keyboard, length, digestTail = r[6], r[7], r[8], r[9], r[10]
+
 -- 1. the buckets
 local taken, playerId = take_buckets(addressBucket, tokenBucket, tokenKey, addressCapacity, addressPeriod,
-  playerCapacity, playerPeriod, playerPrefix)
+  playerCapacity, playerPeriod, playerBuckets)
 if taken[1] == 0 then return {-9, taken[2], taken[3]} end
 
 -- 2. the token
@@ -130,7 +120,7 @@ local digest = redis.sha1hex(digestHead .. playerId .. digestTail)
 -- 5. the admission, as submit.lua
 local reply = admit_guess(
   {jobKey, lanePrefix .. playerId, ringKey, delayedKey, wakeKey, statsKey, waitingKey, roundKey,
-    playerKeyPrefix .. playerId, walletPrefix .. playerId, ledgerPrefix .. playerId, quotaKey,
+    playerPrefix .. playerId, walletPrefix .. playerId, ledgerPrefix .. playerId, quotaKey,
     submittedPrefix .. playerId, chargesKey, standingKey, guessKey, trialKey, allowancesKey},
   {jobId, playerId, payload, maxAttempts, wakeCap, maxQueued, digest, roundId, allowance, ledgerCap})
 return {2, playerId, reply, guessJson}

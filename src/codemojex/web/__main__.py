@@ -9,9 +9,12 @@ password out of ``--redis-url``: a command line is visible to every local user (
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 
 import uvicorn
+from fastapi import FastAPI
 
 from codemojex.game import GameSettings
 from codemojex.web.admission import Limits
@@ -20,8 +23,10 @@ from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig
 from echomq.cli.env import DEFAULT_URL
 
+ARGV_ENV = "CODEMOJEX_WEB_ARGV"  # the command line, for each process of --hosts N (uvicorn's workers)
 
-def main(argv: list[str] | None = None) -> None:
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m codemojex.web", description=__doc__)
     host_url = os.environ.get("CODEMOJEX_HOST_URL")
     parser.add_argument("--redis-url", default=host_url or os.environ.get("REDIS_URL", DEFAULT_URL))
@@ -50,7 +55,17 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="lift the rate limits and the per-address caps (a benchmark on a private host; never in public)",
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="host processes sharing the port (uvicorn's workers; default 1): use more cores",
+    )
+    return parser
+
+
+def _config(args: argparse.Namespace) -> HostConfig:
     limits = Limits(trusted_proxies=tuple(args.trusted_proxy))
     if args.unlimited:
         lifted = Rate(1_000_000_000, 1)
@@ -64,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
             streams_per_address=1_000_000,
             trusted_proxies=limits.trusted_proxies,
         )
-    config = HostConfig(
+    return HostConfig(
         redis_url=args.redis_url,
         tag=args.tag,
         cluster=args.cluster,
@@ -74,17 +89,35 @@ def main(argv: list[str] | None = None) -> None:
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
         limits=limits,
     )
+
+
+def app_from_env() -> FastAPI:
+    """The app of one of ``--hosts N``'s processes: the command line comes in ``$CODEMOJEX_WEB_ARGV``."""
+    return create_app(_config(_parser().parse_args(json.loads(os.environ[ARGV_ENV]))))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.hosts < 1:
+        parser.error("--hosts is at least 1")
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
-    uvicorn.run(
-        create_app(config),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        access_log=False,
-        loop="asyncio",
-        proxy_headers=False,  # the peer is the client unless --trusted-proxy (codemojex.web.admission)
-    )
+    options: dict[str, object] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": "warning",
+        "access_log": False,
+        "loop": "asyncio",
+        "proxy_headers": False,  # the peer is the client unless --trusted-proxy (codemojex.web.admission)
+    }
+    if args.hosts == 1:
+        uvicorn.run(create_app(_config(args)), **options)  # type: ignore[arg-type]
+        return
+    # N processes accept on one listening socket (uvicorn's supervisor; SIGINT / SIGTERM stop them all).
+    # Each builds its own app, Redis pool and caches: the in-flight and stream caps are per process.
+    os.environ[ARGV_ENV] = json.dumps(sys.argv[1:] if argv is None else argv)
+    uvicorn.run("codemojex.web.__main__:app_from_env", factory=True, workers=args.hosts, **options)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

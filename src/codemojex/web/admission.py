@@ -33,6 +33,7 @@ HTTP request it:
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import json
 import logging
@@ -135,6 +136,7 @@ def client_address(scope: Scope, limits: Limits) -> str:
     return address
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and parsing an address costs more than the lookup
 def limit_key(address: str) -> str:
     """Whom the per-address limits count: an IPv6 address's /64 network, an IPv4 address (or an
     IPv4-mapped IPv6 one) itself; anything else (no peer) as it is."""
@@ -223,7 +225,11 @@ class Admission:
         try:
             body = await read_ahead(scope, timed(receive, self.limits.body_timeout_s), self.body_limit)
             try:
-                await asyncio.wait_for(self.total.acquire(), self.limits.queue_timeout_s)
+                if self.total.locked():  # wait for a slot (a free one is taken at once, no timer)
+                    async with asyncio.timeout(self.limits.queue_timeout_s):
+                        await self.total.acquire()
+                else:
+                    await self.total.acquire()
                 held = True
             except TimeoutError:
                 await send_problem(send, 503, "busy", "the host is busy: try again shortly", 1)

@@ -32,7 +32,7 @@ from codemojex.errors import CodemojexError, InvalidGuess, InvalidId
 from codemojex.game import Game, encode_prices, translate_errors
 from codemojex.guesses import Refusal
 from codemojex.keyboard import Keyboard
-from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
+from codemojex.keys import GUESS, JOB, PLAYER, ROUND, check_id
 from codemojex.payload import decode_payload
 from codemojex.players import MAX_TOKEN, token_digest
 from codemojex.rounds import keyboard_of
@@ -44,8 +44,10 @@ from echomq import ids
 log = logging.getLogger("codemojex.web.guess_path")
 
 ANSWERED, CHARGED, NOT_MINE = "answered", "charged", "not_mine"
+ADDRESSES_KEPT = 4096  # client addresses whose bucket key is kept built
 SHAPES_KEPT = 64  # rounds whose keyboard a host keeps parsed (a round is played for minutes to hours)
-_DUMMY = "PLR" + "0" * 23  # a well-formed player id, to cut a key builder's prefix from its key
+_DUMMY = "PLR" + "0" * 23  # well-formed ids and digest, to cut a key builder's prefix from its key
+_DUMMY_JOB, _DUMMY_GUESS, _DUMMY_DIGEST = "JOB" + "0" * 23, "GES" + "0" * 23, "0" * 64
 _JSON = b"application/json"
 _REFUSALS = {refusal.value for refusal in Refusal} - {Refusal.BAD_GUESS.value}
 _UNAUTHORIZED = "that token names no player (expired, revoked or rotated): join again for a new one"
@@ -58,14 +60,12 @@ def _prefix(key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Round:
-    """What a round's guesses share: its parsed keyboard, the fields it was parsed from, its keys."""
+    """What a round's guesses share: its parsed keyboard and post_guess.lua's ARGV[2], built once."""
 
     keyboard: Keyboard
     length: int
-    fields: tuple[bytes, bytes]  # the round row's keyboard and length, as stored
-    keys: tuple[str, ...]  # round, quota, charges, standing, allowances
-    prefixes: tuple[str, str]  # submitted, locks (the player id appended)
-    digest_tail: str
+    key: str
+    fields: str
 
 
 class GuessPath:
@@ -75,26 +75,47 @@ class GuessPath:
         self.per_address = per_address
         self.per_player = per_player
         self.rounds: OrderedDict[str, _Round] = OrderedDict()
+        self.addresses: dict[str, str] = {}  # client address -> its guess bucket's key
         self.game: Game | None = None
-        self.keys: tuple[str, ...] = ()
-        self.args: tuple[Any, ...] = ()
-        self.prefixes: tuple[str, ...] = ()
+        self.fields = ""  # post_guess.lua's ARGV[1]
+        self.job_prefix = self.guess_prefix = self.token_prefix = self.bucket_prefix = ""
 
     def _constants(self, game: Game) -> None:
-        keys, bus_keys, settings = game.keys, game.bus.keys, game.settings
-        self.keys = (keys.tokens, bus_keys.ring, bus_keys.delayed, bus_keys.wake, bus_keys.stats)
-        self.keys += (bus_keys.waiting,)
-        self.args = (settings.max_attempts, game.bus.settings.wake_cap, settings.max_queued)
-        self.args += (encode_prices(settings.allowance), settings.ledger_kept)
-        self.prefixes = (
-            _prefix(bus_keys.lane(_DUMMY)),
-            _prefix(keys.player(_DUMMY)),
-            _prefix(keys.wallet(_DUMMY)),
-            _prefix(keys.ledger(_DUMMY)),
+        keys, bus_keys, settings, rates = (
+            game.keys,
+            game.bus.keys,
+            game.settings,
+            (self.per_address, self.per_player),
         )
-        self.player_bucket = keys.player_buckets(buckets.GUESS)
-        self.trial = keys.trial
+        fields: list[object] = [keys.tokens, bus_keys.ring, bus_keys.delayed, bus_keys.wake, bus_keys.stats]
+        fields += [bus_keys.waiting, keys.trial]
+        fields += [
+            _prefix(bus_keys.lane(_DUMMY)),
+            *(_prefix(build(_DUMMY)) for build in (keys.player, keys.wallet, keys.ledger)),
+        ]
+        fields += [settings.max_attempts, game.bus.settings.wake_cap, settings.max_queued]
+        fields += [encode_prices(settings.allowance), settings.ledger_kept]
+        fields += [rates[0].capacity, rates[0].period_ms, rates[1].capacity, rates[1].period_ms]
+        fields += [keys.player_buckets(buckets.GUESS)]
+        assert not any("\n" in str(field) for field in fields)
+        self.fields = "\n".join(map(str, fields))
+        self.job_prefix = bus_keys.job(_DUMMY_JOB)[: -len(_DUMMY_JOB)]
+        self.guess_prefix = keys.guess(_DUMMY_GUESS)[: -len(_DUMMY_GUESS)]
+        self.token_prefix = keys.token(_DUMMY_DIGEST)[: -len(_DUMMY_DIGEST)]
+        self.bucket_prefix = keys.bucket(buckets.GUESS, "p", _DUMMY_DIGEST)[: -len(_DUMMY_DIGEST)]
         self.game = game
+        self.addresses.clear()
+        self.rounds.clear()
+
+    def _address_bucket(self, address: str) -> str:
+        key = self.addresses.get(address)
+        if key is None:
+            assert self.game is not None
+            key = self.game.keys.bucket(buckets.GUESS, "a", buckets.digest(address))
+            if len(self.addresses) >= ADDRESSES_KEPT:
+                self.addresses.clear()  # a bound, not a policy: rebuilt at the next request
+            self.addresses[address] = key
+        return key
 
     async def _round(self, game: Game, round_id: str) -> _Round | None:
         known = self.rounds.get(round_id)
@@ -109,20 +130,21 @@ class GuessPath:
         if keyboard is None or length is None:
             return None
         keys = game.keys
-        shape = _Round(
-            keyboard_of(keyboard),
-            int(length),
-            (bytes(keyboard), bytes(length)),
-            (
-                keys.round(round_id),
-                keys.quota(round_id),
-                keys.charges(round_id),
-                keys.standing(round_id),
-                keys.allowances(round_id),
-            ),
-            (_prefix(keys.submitted(round_id, _DUMMY)), _prefix(keys.locks(round_id, _DUMMY))),
+        fields = [
+            round_id,
+            keys.quota(round_id),
+            keys.charges(round_id),
+            keys.standing(round_id),
+            keys.allowances(round_id),
+            _prefix(keys.submitted(round_id, _DUMMY)),
+            _prefix(keys.locks(round_id, _DUMMY)),
+            bytes(keyboard).decode(),
+            bytes(length).decode(),
             f'","round":"{round_id}","v":1}}',
-        )
+        ]
+        if any("\n" in field for field in fields):
+            return None
+        shape = _Round(keyboard_of(keyboard), int(length), keys.round(round_id), "\n".join(fields))
         self.rounds[round_id] = shape
         while len(self.rounds) > SHAPES_KEPT:
             self.rounds.popitem(last=False)
@@ -135,6 +157,8 @@ class GuessPath:
         plain = _plain(scope, data)
         if plain is None:
             return NOT_MINE
+        if self.game is not game:
+            self._constants(game)
         token, guess = plain
         shape = await self._round(game, round_id)
         if shape is None:
@@ -143,74 +167,35 @@ class GuessPath:
             parsed = parse_guess(guess, shape.keyboard, None, length=shape.length)
         except InvalidGuess:
             return NOT_MINE
-        if self.game is not game:
-            self._constants(game)
-        reply = await self._run(
-            game, shape=shape, round_id=round_id, token=token, address=address, guess=guess, parsed=parsed
-        )
-        if reply is None:
-            await _problem(send, 503, "unavailable", "Redis is unavailable: try again")
-            return ANSWERED
-        return await _answer(send, reply, round_id)
-
-    async def _run(
-        self,
-        game: Game,
-        *,
-        shape: _Round,
-        round_id: str,
-        token: str,
-        address: str,
-        guess: Any,
-        parsed: tuple[str, ...],
-    ) -> tuple[list[Any], str] | None:
-        keys, tokens = game.keys, token_digest(token)
         job = ids.mint(JOB)
+        tokens = token_digest(token)
         typed = json.dumps(guess, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        tokens_key, ring, delayed, wake, stats, waiting = self.keys
-        round_key, quota, charges, standing, allowances = shape.keys
         call_keys = [
-            keys.bucket(buckets.GUESS, "a", buckets.digest(address)),
-            keys.bucket(buckets.GUESS, "p", tokens),
-            keys.token(tokens),
-            tokens_key,
-            game.bus.keys.job(job),
-            ring,
-            delayed,
-            wake,
-            stats,
-            waiting,
-            round_key,
-            quota,
-            charges,
-            standing,
-            keys.guess(guess_of(job)),
-            self.trial,
-            allowances,
+            self._address_bucket(address),
+            self.bucket_prefix + tokens,
+            self.token_prefix + tokens,
+            self.job_prefix + job,
+            shape.key,
+            self.guess_prefix + GUESS + job[len(JOB) :],  # guess_of(job), of a job minted here
         ]
         args = [
-            self.per_address.capacity,
-            self.per_address.period_ms,
-            self.per_player.capacity,
-            self.per_player.period_ms,
-            self.player_bucket,
+            self.fields,
+            shape.fields,
             job,
-            round_id,
-            shape.fields[0],
-            shape.fields[1],
             '{"guess":' + typed + ',"player":"',
-            shape.digest_tail,
-            *self.args,
-            *self.prefixes,
-            *shape.prefixes,
-            json.dumps(list(parsed), ensure_ascii=False),
+            json.dumps(parsed, ensure_ascii=False),
             tokens,
         ]
         try:
-            return await game.run("post_guess", call_keys, args), job
+            reply = await game.run("post_guess", call_keys, args)
         except CodemojexError as exc:  # fail closed, as the limiter does for guesses
             log.warning("a guess POST failed (%s): refusing it", exc)
-            return None
+            await _problem(send, 503, "unavailable", "Redis is unavailable: try again")
+            return ANSWERED
+        if int(reply[0]) == -7:
+            return CHARGED
+        await _reply(send, reply, job, round_id)
+        return ANSWERED
 
 
 def _plain(scope: Any, data: bytes | None) -> tuple[str, Any] | None:
@@ -236,16 +221,6 @@ def _plain(scope: Any, data: bytes | None) -> tuple[str, Any] | None:
     ):
         return None
     return token, guess
-
-
-async def _answer(send: Send, called: tuple[list[Any], str], round_id: str) -> str:
-    """Send the route's answer to the script's reply; :data:`CHARGED` for {-7} (the routes answer)."""
-    reply, job = called
-    code = int(reply[0])
-    if code == -7:
-        return CHARGED
-    await _reply(send, reply, job, round_id)
-    return ANSWERED
 
 
 async def _reply(send: Send, reply: list[Any], job: str, round_id: str) -> None:

@@ -129,7 +129,8 @@ def timed(receive: Receive, seconds: float) -> Receive:
         if deadline is None:
             deadline = loop.time() + seconds  # for the whole body, not each chunk
         try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            async with asyncio.timeout_at(deadline):  # no task per read, as wait_for would make
+                message = await receive()
         except TimeoutError:
             raise BodyTimeout(seconds) from None
         if message["type"] != "http.request" or not message.get("more_body", False):
