@@ -2,6 +2,10 @@
 it behind a balancer, with workers started apart (``codemojex worker``). ``codemojex serve`` is the
 one-command local run; this is the piece to run many of.
 
+``--hosts N`` runs N processes on one port (uvicorn's workers); ``--fd`` serves on a socket inherited
+from ``codemojex serve --hosts N`` (:mod:`codemojex.web.hosts`, which passes serve's limits in
+``$CODEMOJEX_LIMITS``).
+
 Its Redis URL: ``$CODEMOJEX_HOST_URL`` (the host's least-privilege user, :mod:`codemojex.access`; then
 the operator's open and close go to the workers, ``--rounds-by-worker``), else ``$REDIS_URL``. Keep a
 password out of ``--redis-url``: a command line is visible to every local user (``ps``)."""
@@ -17,6 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from codemojex.game import GameSettings
+from codemojex.web import hosts
 from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
 from codemojex.web.buckets import Rate
@@ -62,11 +67,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="host processes sharing the port (uvicorn's workers; default 1): use more cores",
     )
+    parser.add_argument(
+        "--fd",
+        type=int,
+        default=None,
+        help="accept on this inherited listening socket, not --host/--port (codemojex serve --hosts N)",
+    )
+    parser.add_argument("--proof-crash", action="store_true", help="the proof's crash button (serve's)")
+    parser.add_argument("--limit-concurrency", type=int, default=None, metavar="N")
+    parser.add_argument("--keep-alive", type=int, default=5, metavar="S")
     return parser
 
 
 def _config(args: argparse.Namespace) -> HostConfig:
     limits = Limits(trusted_proxies=tuple(args.trusted_proxy))
+    if os.environ.get(hosts.LIMITS_ENV):  # serve's own limits, for its --hosts N
+        limits = hosts.limits_of(os.environ[hosts.LIMITS_ENV])
     if args.unlimited:
         lifted = Rate(1_000_000_000, 1)
         limits = Limits(
@@ -85,6 +101,7 @@ def _config(args: argparse.Namespace) -> HostConfig:
         cluster=args.cluster,
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
+        proof_crash=args.proof and args.proof_crash,
         rounds_by_worker=args.rounds_by_worker,
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
         limits=limits,
@@ -104,13 +121,14 @@ def main(argv: list[str] | None = None) -> None:
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
     options: dict[str, object] = {
-        "host": args.host,
-        "port": args.port,
         "log_level": "warning",
+        "timeout_keep_alive": args.keep_alive,
+        "limit_concurrency": args.limit_concurrency,
         "access_log": False,
         "loop": "asyncio",
         "proxy_headers": False,  # the peer is the client unless --trusted-proxy (codemojex.web.admission)
     }
+    options |= {"fd": args.fd} if args.fd is not None else {"host": args.host, "port": args.port}
     if args.hosts == 1:
         uvicorn.run(create_app(_config(args)), **options)  # type: ignore[arg-type]
         return
