@@ -245,12 +245,27 @@ class Admission:
                 if done == CHARGED:  # its buckets are charged: the routes' path without the limiter
                     await self.app(scope, body, send)
                     return
+                if not self.guesses.knows(plain.group(1)) and await self._allowed(scope, send, address, path):
+                    await self._learning(scope, body, send, plain.group(1))
+                    return
             if await self._allowed(scope, send, address, path):
                 await self.app(scope, body, send_then_release if streaming else send)
         finally:
             if not released:
                 released = True
                 release()
+
+    async def _learning(self, scope: Scope, receive: Receive, send: Send, round_id: str) -> None:
+        """The routes' path for a guess in a round the one-call path does not know yet: once a guess
+        in it is admitted (202), the round's keyboard is kept (:meth:`GuessPath.learn`), before the answer
+        is sent, so the client's next guess finds it."""
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 202:
+                await self.guesses.learn(scope["app"].state.host.game, round_id)  # before the answer
+            await send(message)
+
+        await self.app(scope, receive, watch)
 
     def _by_operator(self, scope: Scope) -> bool:
         token, operator = _bearer(scope), self.operator_token

@@ -7,7 +7,8 @@ keyboard as this host has it cached) is answered here: the guess class's rate li
 round's keyboard check, the player's locks and the admission (``submit.lua``'s own, shared as
 ``lua/includes/admit_guess.lua``) are one script, so the guess costs one round trip, and nothing is built
 per request that can be built once (keys and prefixes per game and per round, the round's parsed
-keyboard). Anything else, and a round whose keyboard differs from the cached one, takes the routes' path
+keyboard, learnt after the routes' path admitted a guess in it). Anything else, and a round whose keyboard
+differs from the cached one, takes the routes' path
 (:mod:`codemojex.web.player_api`), with the same answers: :data:`NOT_MINE` (the rate limiter has not run)
 or :data:`CHARGED` (the script took the buckets' tokens already: the limiter must not run again).
 
@@ -117,18 +118,24 @@ class GuessPath:
             self.addresses[address] = key
         return key
 
-    async def _round(self, game: Game, round_id: str) -> _Round | None:
-        known = self.rounds.get(round_id)
-        if known is not None:
-            return known
+    def knows(self, round_id: str) -> bool:
+        return round_id in self.rounds
+
+    async def learn(self, game: Game, round_id: str) -> None:
+        """Keep the round's keyboard, after a guess in it was admitted by the routes' path: only a round
+        that admits guesses is read, so requests naming made-up rounds cost no read before the limiter."""
+        if round_id in self.rounds:
+            return
+        if self.game is not game:
+            self._constants(game)
         try:
             check_id(round_id, ROUND)
             with translate_errors():
                 keyboard, length = await game.redis.hmget(game.keys.round(round_id), "keyboard", "length")
-        except (InvalidId, CodemojexError):  # Redis unreachable: the routes' path answers it (503)
-            return None
+        except (InvalidId, CodemojexError):  # Redis unreachable: learnt at another guess
+            return
         if keyboard is None or length is None:
-            return None
+            return
         keys = game.keys
         fields = [
             round_id,
@@ -143,12 +150,11 @@ class GuessPath:
             f'","round":"{round_id}","v":1}}',
         ]
         if any("\n" in field for field in fields):
-            return None
+            return
         shape = _Round(keyboard_of(keyboard), int(length), keys.round(round_id), "\n".join(fields))
         self.rounds[round_id] = shape
         while len(self.rounds) > SHAPES_KEPT:
             self.rounds.popitem(last=False)
-        return shape
 
     async def post(
         self, game: Game, scope: Any, data: bytes | None, *, address: str, round_id: str, send: Send
@@ -160,7 +166,7 @@ class GuessPath:
         if self.game is not game:
             self._constants(game)
         token, guess = plain
-        shape = await self._round(game, round_id)
+        shape = self.rounds.get(round_id)
         if shape is None:
             return NOT_MINE
         try:
