@@ -148,12 +148,18 @@ async def _join(port: int, count: int) -> list[tuple[str, str]]:
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
 
         async def one(i: int) -> tuple[str, str]:
-            reply = (await client.post("/api/players", json={"name": f"load {i}"})).json()
-            return reply["player_id"], reply["token"]
+            for _ in range(5):  # a connection the host closed meanwhile (keep-alive timeout): again
+                try:
+                    reply = (await client.post("/api/players", json={"name": f"load {i}"})).json()
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+                    continue
+                return reply["player_id"], reply["token"]
+            raise RuntimeError(f"player {i} could not join")
 
         tokens: list[tuple[str, str]] = []
-        for start in range(0, count, 100):
-            tokens += await asyncio.gather(*(one(i) for i in range(start, min(count, start + 100))))
+        for start in range(0, count, 50):
+            tokens += await asyncio.gather(*(one(i) for i in range(start, min(count, start + 50))))
         return tokens
 
 
