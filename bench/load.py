@@ -244,13 +244,14 @@ async def open_loop(
         results.append((due_ms, replied, job))
 
     loop = asyncio.get_running_loop()
-    start, wall = loop.time(), time.time()
+    start = loop.time()
     for i, data in enumerate(requests):
         offset = i / rate
         delay = start + offset - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(data, (wall + offset) * 1000)))
+        late = loop.time() - (start + offset)  # the due time on the wall clock, read now (no drift)
+        tasks.append(asyncio.create_task(one(data, (time.time() - late) * 1000)))
     achieved = len(requests) / max(1e-9, loop.time() - start)
     await asyncio.gather(*tasks)
     await pool.close()
