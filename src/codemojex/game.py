@@ -48,6 +48,7 @@ KEY_COUNTS: dict[str, int] = {
     "schedule_round": 6,
     "conclude_round": 13,
     "recovery": 5,
+    "post_guess": 6,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,6 +64,7 @@ from codemojex.embedded import (
 )
 from codemojex.game import Game
 from codemojex.supervisor import ProofRunner, WorkerSupervisor
+from codemojex.web import hosts as web_hosts
 from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig
@@ -83,6 +85,7 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)  # admission control (README "Limits")
     limit_concurrency: int = 2000  # open connections and tasks uvicorn takes (then 503)
     keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
+    hosts: int = 1  # web host processes on the port: serve's own and hosts - 1 more (codemojex.web.hosts)
     rounds: schedule.RoundSettings = field(default_factory=lambda: schedule.RoundSettings(on=True))
 
 
@@ -156,6 +159,10 @@ def _terminal_line(options: ServeOptions, url: str | None) -> str:
     )
 
 
+def _hosts_line(count: int) -> str:
+    return f"  hosts:     {count} web host processes on the port\n" if count > 1 else ""
+
+
 def _bound_port(server: uvicorn.Server, fallback: int) -> int:
     for listener in getattr(server, "servers", []):
         for sock in listener.sockets:
@@ -219,7 +226,9 @@ async def serve(options: ServeOptions) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        serving = asyncio.create_task(server.serve(), name="uvicorn")
+        sockets = [server.config.bind_socket()] if options.hosts > 1 else None
+        serving = asyncio.create_task(server.serve(sockets=sockets), name="uvicorn")
+        more_hosts: list[subprocess.Popen[bytes]] = []
         try:
             while not server.started and not serving.done():  # noqa: ASYNC110  (uvicorn sets a plain flag)
                 await asyncio.sleep(0.05)
@@ -229,6 +238,20 @@ async def serve(options: ServeOptions) -> int:
                     await runner.stop()
                 serving.result()
                 raise ServeError(f"the web host did not start on {options.host}:{options.port}")
+            if sockets is not None:  # the other host processes accept on serve's socket
+                more_hosts = web_hosts.start(
+                    options.hosts - 1,
+                    sockets[0].fileno(),
+                    redis_url=logins.host,
+                    operator_token=token,
+                    tag=options.tag,
+                    limits=options.limits,
+                    rounds_by_worker=logins.least_privilege,
+                    proof=options.proof,
+                    proof_crash=options.proof_crash,
+                    limit_concurrency=options.limit_concurrency,
+                    keep_alive_s=options.keep_alive_s,
+                )
             base = f"http://{options.host}:{_bound_port(server, options.port)}"
             proof_line = "off" if runner is None else f"{base}/proof (demo bus {runner.tag})"
             if runner is not None:
@@ -240,6 +263,7 @@ async def serve(options: ServeOptions) -> int:
                 f"  proof:     {proof_line}\n"
                 f"  dashboard: {base}/dashboard#operator={token}\n"
                 f"  api:       {base}/docs\n"
+                f"{_hosts_line(options.hosts)}"
                 f"{_terminal_line(options, url)}"
                 "Stop with Ctrl-C: queued guesses wait in Redis for the next start."
             )
@@ -255,6 +279,7 @@ async def serve(options: ServeOptions) -> int:
             if host is not None:
                 await host.hub.close()  # end the event streams, so uvicorn need not wait for them
             server.should_exit = True
+            await asyncio.to_thread(web_hosts.stop, more_hosts)
             with contextlib.suppress(asyncio.CancelledError):
                 await serving
             await supervisor.stop()

@@ -35,7 +35,7 @@ field   name          holds
 ``w``   admitted      server ms of the admission, when the application writes it
 ======  ============  ==============================================================
 
-A job's admission time in :class:`echomq.jobs.JobInfo` is ``w`` when present, else its id's mint time.
+A job's admission time in :class:`echomq.inspection.JobInfo` is ``w`` when present, else its id's mint time.
 """
 
 from __future__ import annotations

@@ -83,6 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
         limits=limits,
         limit_concurrency=args.limit_concurrency,
         keep_alive_s=args.keep_alive,
+        hosts=args.hosts,
         rounds=RoundSettings(
             on=args.schedule,
             duration_s=args.round_duration,

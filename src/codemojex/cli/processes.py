@@ -36,6 +36,13 @@ def add_serve(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--concurrency", type=count(1), default=8, help="the score worker's job slots")
     serve.add_argument(
+        "--hosts",
+        type=count(1),
+        default=1,
+        metavar="N",
+        help="web host processes sharing the port (default 1): more cores for the web tier",
+    )
+    serve.add_argument(
         "--no-proof",
         dest="proof",
         action="store_false",

@@ -31,31 +31,8 @@ local addressKey, playerKey, tokenKey = KEYS[1], KEYS[2], KEYS[3]
 local addressCapacity, addressPeriod = tonumber(ARGV[1]), tonumber(ARGV[2])
 local playerCapacity, playerPeriod, playerPrefix = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The buckets themselves, shared with post_guess.lua: lua/includes/buckets.lua.
+-- @include "buckets"
 
--- the bucket's next tat if a token fits, else nil and how long until one does
-local function fits(key, capacity, period)
-  local tat = tonumber(redis.call('GET', key) or '0')
-  if tat < now then tat = now end
-  local after = tat + period
-  local over = after - now - capacity * period
-  if over > 0 then return nil, over end
-  return after, 0
-end
-
-local addressTat, addressWait = fits(addressKey, addressCapacity, addressPeriod)
-if not addressTat then return {0, addressWait, 1} end
-local playerTat = nil
-if playerCapacity > 0 then
-  local playerId = redis.call('GET', tokenKey)
-  if playerId then playerKey = playerPrefix .. playerId end
-  local playerWait
-  playerTat, playerWait = fits(playerKey, playerCapacity, playerPeriod)
-  if not playerTat then return {0, playerWait, 2} end
-end
-redis.call('SET', addressKey, string.format('%d', addressTat), 'PX', addressTat - now)
-if playerTat then
-  redis.call('SET', playerKey, string.format('%d', playerTat), 'PX', playerTat - now)
-end
-return {1, 0}
+return (take_buckets(addressKey, playerKey, tokenKey, addressCapacity, addressPeriod,
+  playerCapacity, playerPeriod, playerPrefix))

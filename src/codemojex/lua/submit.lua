@@ -75,90 +75,15 @@ local jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local roundKey, playerKey, walletKey, ledgerKey, quotaKey, submittedKey, chargesKey, standingKey =
   KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
-local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
-local maxAttempts, wakeCap, maxQueued = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local digest, roundId = ARGV[7], ARGV[8]
 local guessKey, trialKey, allowancesKey = KEYS[16], KEYS[17], KEYS[18]
-local allowance, ledgerCap = ARGV[9], tonumber(ARGV[10])
+local jobId, playerId, payload = ARGV[1], ARGV[2], ARGV[3]
+local maxAttempts, wakeCap, maxQueued = ARGV[4], ARGV[5], ARGV[6]
+local digest, roundId, allowance, ledgerCap = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
--- @include "admit"
--- @include "ledger"
+-- The admission itself, shared with post_guess.lua (the host's one-call guess POST).
+-- @include "admit_guess"
 
-local existing = admission_of(jobKey, statsKey, playerId, short_digest(digest))
-if existing then
-  if existing[1] == 0 then
-    local charge = redis.call('HGET', chargesKey, jobId) or ''
-    return {0, existing[2], charge, read_payload(jobKey, redis.call('HGET', jobKey, '1')) or ''}
-  end
-  return existing
-end
-if redis.call('EXISTS', guessKey) == 1 or redis.call('HEXISTS', chargesKey, jobId) == 1 then
-  redis.call('HINCRBY', statsKey, 'conflict', 1)  -- counted as a conflict refusal
-  return {-1, 'used'}
-end
-if payload == '' then return {-3, 'bad_guess'} end
-
-if redis.call('EXISTS', playerKey) == 0 then return {-3, 'unknown_player'} end
-local round = redis.call('HMGET', roundKey, 'status', 'opens', 'closes', 'max_guesses', 'prices')
-if not round[1] then return {-3, 'unknown_round'} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local closes = tonumber(round[3])
-if round[1] == 'closed' or (closes > 0 and now >= closes) then return {-3, 'round_closed'} end
-if now < tonumber(round[2]) then return {-3, 'round_not_open'} end
-local standing = redis.call('HGET', standingKey, playerId)
-if standing and string.sub(standing, 1, 1) == '0' then return {-3, 'already_solved'} end
-local maxGuesses = tonumber(round[4])
-if maxGuesses > 0 and (tonumber(redis.call('HGET', quotaKey, playerId)) or 0) >= maxGuesses then
-  return {-3, 'max_guesses'}
-end
-if redis.call('ZCARD', laneKey) >= maxQueued then return {-3, 'too_many_queued'} end
-
--- economy: the round's allowance (begin) ------------------------------------------------------------
--- topUp: {currency, amount} to credit before the charge (empty once the allowance was taken).
-local topUp, extra = {}, {}
-if allowance ~= '' and redis.call('HEXISTS', allowancesKey, playerId) == 0 then
-  for name, level in string.gmatch(allowance, '([a-z]+)=(%d+)') do
-    local missing = tonumber(level) - (tonumber(redis.call('HGET', walletKey, name)) or 0)
-    if missing > 0 then
-      topUp[#topUp + 1] = {name, missing}
-      extra[name] = missing
-    end
-  end
-end
-local function held(name)
-  return (tonumber(redis.call('HGET', walletKey, name)) or 0) + (extra[name] or 0)
-end
--- economy: the round's allowance (end) --------------------------------------------------------------
-
-local currency, amount
-for name, price in string.gmatch(round[5], '([a-z]+)=(%d+)') do
-  if held(name) >= tonumber(price) then
-    currency, amount = name, tonumber(price)
-    break
-  end
-end
-if not currency then return {-3, 'insufficient_funds'} end
-
-local reply = admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey,
-  jobId, playerId, payload, short_digest(digest), true, maxAttempts, 0, 0, wakeCap)
-redis.call('HSET', jobKey, 'w', now)  -- the admission time: the guess's time on the board (score.lua)
-bound_ledger(ledgerKey, ledgerCap)  -- before this admission's entries (allowance, charge) are appended
--- economy: take the round's allowance (begin) ------------------------------------------------------
-if allowance ~= '' and redis.call('HSETNX', allowancesKey, playerId, jobId) == 1 then
-  for _, credit in ipairs(topUp) do
-    local topped = redis.call('HINCRBY', walletKey, credit[1], credit[2])
-    redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = credit[1], delta = credit[2],
-      balance = topped, reason = 'allowance', job = '', round = roundId}))
-  end
-end
--- economy: take the round's allowance (end) --------------------------------------------------------
-local balance = redis.call('HINCRBY', walletKey, currency, -amount)
-redis.call('RPUSH', ledgerKey, cjson.encode({at = now, currency = currency, delta = -amount,
-  balance = balance, reason = 'guess', job = jobId, round = roundId}))
-redis.call('HINCRBY', quotaKey, playerId, 1)
-redis.call('ZADD', submittedKey, now, jobId)
-local charge = currency .. '=' .. amount
-redis.call('HSET', chargesKey, jobId, charge)
-redis.call('ZREM', trialKey, playerId)
-return {1, reply[2], charge}
+return admit_guess(
+  {jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey, waitingKey, roundKey, playerKey, walletKey,
+    ledgerKey, quotaKey, submittedKey, chargesKey, standingKey, guessKey, trialKey, allowancesKey},
+  {jobId, playerId, payload, maxAttempts, wakeCap, maxQueued, digest, roundId, allowance, ledgerCap})

@@ -2,6 +2,10 @@
 it behind a balancer, with workers started apart (``codemojex worker``). ``codemojex serve`` is the
 one-command local run; this is the piece to run many of.
 
+``--hosts N`` runs N processes on one port (uvicorn's workers); ``--fd`` serves on a socket inherited
+from ``codemojex serve --hosts N`` (:mod:`codemojex.web.hosts`, which passes serve's limits in
+``$CODEMOJEX_LIMITS``).
+
 Its Redis URL: ``$CODEMOJEX_HOST_URL`` (the host's least-privilege user, :mod:`codemojex.access`; then
 the operator's open and close go to the workers, ``--rounds-by-worker``), else ``$REDIS_URL``. Keep a
 password out of ``--redis-url``: a command line is visible to every local user (``ps``)."""
@@ -9,19 +13,25 @@ password out of ``--redis-url``: a command line is visible to every local user (
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 
 import uvicorn
+from fastapi import FastAPI
 
 from codemojex.game import GameSettings
+from codemojex.web import hosts
 from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
 from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig
 from echomq.cli.env import DEFAULT_URL
 
+ARGV_ENV = "CODEMOJEX_WEB_ARGV"  # the command line, for each process of --hosts N (uvicorn's workers)
 
-def main(argv: list[str] | None = None) -> None:
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m codemojex.web", description=__doc__)
     host_url = os.environ.get("CODEMOJEX_HOST_URL")
     parser.add_argument("--redis-url", default=host_url or os.environ.get("REDIS_URL", DEFAULT_URL))
@@ -50,8 +60,29 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="lift the rate limits and the per-address caps (a benchmark on a private host; never in public)",
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="host processes sharing the port (uvicorn's workers; default 1): use more cores",
+    )
+    parser.add_argument(
+        "--fd",
+        type=int,
+        default=None,
+        help="accept on this inherited listening socket, not --host/--port (codemojex serve --hosts N)",
+    )
+    parser.add_argument("--proof-crash", action="store_true", help="the proof's crash button (serve's)")
+    parser.add_argument("--limit-concurrency", type=int, default=None, metavar="N")
+    parser.add_argument("--keep-alive", type=int, default=5, metavar="S")
+    return parser
+
+
+def _config(args: argparse.Namespace) -> HostConfig:
     limits = Limits(trusted_proxies=tuple(args.trusted_proxy))
+    if os.environ.get(hosts.LIMITS_ENV):  # serve's own limits, for its --hosts N
+        limits = hosts.limits_of(os.environ[hosts.LIMITS_ENV])
     if args.unlimited:
         lifted = Rate(1_000_000_000, 1)
         limits = Limits(
@@ -64,27 +95,47 @@ def main(argv: list[str] | None = None) -> None:
             streams_per_address=1_000_000,
             trusted_proxies=limits.trusted_proxies,
         )
-    config = HostConfig(
+    return HostConfig(
         redis_url=args.redis_url,
         tag=args.tag,
         cluster=args.cluster,
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
+        proof_crash=args.proof and args.proof_crash,
         rounds_by_worker=args.rounds_by_worker,
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
         limits=limits,
     )
+
+
+def app_from_env() -> FastAPI:
+    """The app of one of ``--hosts N``'s processes: the command line comes in ``$CODEMOJEX_WEB_ARGV``."""
+    return create_app(_config(_parser().parse_args(json.loads(os.environ[ARGV_ENV]))))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.hosts < 1:
+        parser.error("--hosts is at least 1")
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
-    uvicorn.run(
-        create_app(config),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        access_log=False,
-        loop="asyncio",
-        proxy_headers=False,  # the peer is the client unless --trusted-proxy (codemojex.web.admission)
-    )
+    options: dict[str, object] = {
+        "log_level": "warning",
+        "timeout_keep_alive": args.keep_alive,
+        "limit_concurrency": args.limit_concurrency,
+        "access_log": False,
+        "loop": "asyncio",
+        "proxy_headers": False,  # the peer is the client unless --trusted-proxy (codemojex.web.admission)
+    }
+    options |= {"fd": args.fd} if args.fd is not None else {"host": args.host, "port": args.port}
+    if args.hosts == 1:
+        uvicorn.run(create_app(_config(args)), **options)  # type: ignore[arg-type]
+        return
+    # N processes accept on one listening socket (uvicorn's supervisor; SIGINT / SIGTERM stop them all).
+    # Each builds its own app, Redis pool and caches: the in-flight and stream caps are per process.
+    os.environ[ARGV_ENV] = json.dumps(sys.argv[1:] if argv is None else argv)
+    uvicorn.run("codemojex.web.__main__:app_from_env", factory=True, workers=args.hosts, **options)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ HTTP request it:
    are let through (fail open: the in-process caps above still hold) and sign-ups, recovery-code
    sign-ins and guesses, which mint currency or tokens or spend currency, are refused with 503
    ``unavailable`` and ``Retry-After`` (fail closed). Never a 500.
-4. bounds how long the request body may take to arrive (:attr:`Limits.body_timeout_s`; then 408
+4. answers a plain guess POST in one Redis call, rate limits included (:mod:`codemojex.web.guess_path`),
+   else leaves it to the routes (with its buckets already charged when the call ran).
+5. bounds how long the request body may take to arrive (:attr:`Limits.body_timeout_s`; then 408
    ``request_timeout``), and reads it (up to ``body_limit`` bytes, the size the inner
    :class:`~codemojex.web.limits.BodyLimit` allows) *before* taking a slot under ``inflight_total``: a
    request waiting for its body uses no Redis connection, so slow uploads from a few addresses, each
@@ -31,6 +33,7 @@ HTTP request it:
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import json
 import logging
@@ -44,12 +47,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codemojex.errors import CodemojexError
 from codemojex.web import buckets
 from codemojex.web.buckets import Rate
+from codemojex.web.guess_path import ANSWERED, CHARGED, GuessPath
 from codemojex.web.limits import read_ahead, timed
 from codemojex.web.problems import body
 
 log = logging.getLogger("codemojex.web.admission")
 
 _GUESS_PATH = re.compile(r"/api/rounds/[^/]+/guesses/?")
+_PLAIN_GUESS = re.compile(r"/api/rounds/([^/]+)/guesses")  # the one-call path's (codemojex.web.guess_path)
 _LIMITED_PATHS = ("/api/", "/metrics", "/healthz")
 EVENTS_PATH = "/api/events"
 
@@ -131,6 +136,7 @@ def client_address(scope: Scope, limits: Limits) -> str:
     return address
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and parsing an address costs more than the lookup
 def limit_key(address: str) -> str:
     """Whom the per-address limits count: an IPv6 address's /64 network, an IPv4 address (or an
     IPv4-mapped IPv6 one) itself; anything else (no peer) as it is."""
@@ -177,6 +183,7 @@ class Admission:
         self.operator_token = operator_token
         self.total = asyncio.Semaphore(limits.total_for(pool_size))
         self.inflight: dict[str, int] = {}
+        self.guesses = GuessPath(limits.guess_per_address, limits.guess_per_player)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -218,11 +225,29 @@ class Admission:
         try:
             body = await read_ahead(scope, timed(receive, self.limits.body_timeout_s), self.body_limit)
             try:
-                await asyncio.wait_for(self.total.acquire(), self.limits.queue_timeout_s)
+                if self.total.locked():  # wait for a slot (a free one is taken at once, no timer)
+                    async with asyncio.timeout(self.limits.queue_timeout_s):
+                        await self.total.acquire()
+                else:
+                    await self.total.acquire()
                 held = True
             except TimeoutError:
                 await send_problem(send, 503, "busy", "the host is busy: try again shortly", 1)
                 return
+            plain = _PLAIN_GUESS.fullmatch(path) if scope["method"] == "POST" else None
+            if plain is not None and not self._by_operator(scope):
+                game = scope["app"].state.host.game
+                done = await self.guesses.post(
+                    game, scope, body.body, address=address, round_id=plain.group(1), send=send
+                )
+                if done == ANSWERED:
+                    return
+                if done == CHARGED:  # its buckets are charged: the routes' path without the limiter
+                    await self.app(scope, body, send)
+                    return
+                if not self.guesses.knows(plain.group(1)) and await self._allowed(scope, send, address, path):
+                    await self._learning(scope, body, send, plain.group(1))
+                    return
             if await self._allowed(scope, send, address, path):
                 await self.app(scope, body, send_then_release if streaming else send)
         finally:
@@ -230,14 +255,31 @@ class Admission:
                 released = True
                 release()
 
+    async def _learning(self, scope: Scope, receive: Receive, send: Send, round_id: str) -> None:
+        """The routes' path for a guess in a round the one-call path does not know yet: once a guess
+        in it is admitted (202), the round's keyboard is kept (:meth:`GuessPath.learn`), before the answer
+        is sent, so the client's next guess finds it."""
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 202:
+                await self.guesses.learn(scope["app"].state.host.game, round_id)  # before the answer
+            await send(message)
+
+        await self.app(scope, receive, watch)
+
+    def _by_operator(self, scope: Scope) -> bool:
+        token, operator = _bearer(scope), self.operator_token
+        if token is None or not operator:
+            return False
+        return secrets.compare_digest(token.encode(), operator.encode())
+
     async def _allowed(self, scope: Scope, send: Send, address: str, path: str) -> bool:
         """Take a token from the request's buckets; False once a refusal is sent."""
         if not path.startswith(_LIMITED_PATHS):
             return True
-        token = _bearer(scope)
-        operator = self.operator_token
-        if token is not None and operator and secrets.compare_digest(token.encode(), operator.encode()):
+        if self._by_operator(scope):
             return True
+        token = _bearer(scope)
         limits, method = self.limits, scope["method"]
         if method == "POST" and path.rstrip("/") == "/api/players":
             kind, per_address, per_player = buckets.SIGNUP, limits.signup_per_address, None

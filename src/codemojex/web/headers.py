@@ -86,7 +86,7 @@ class SecurityHeaders:
                 has_csp = any(name.lower() == b"content-security-policy" for name, _ in headers)
                 headers += HEADERS
                 if not has_csp:
-                    headers.append((b"content-security-policy", STRICT_CSP.encode()))
+                    headers.append((b"content-security-policy", _STRICT_CSP))
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -99,6 +99,7 @@ class SecurityHeaders:
 
 
 _SET = {name for name, _ in HEADERS}
+_STRICT_CSP = STRICT_CSP.encode()
 
 
 def script_hash(html: str) -> str:

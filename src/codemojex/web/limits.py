@@ -72,7 +72,22 @@ class BodyTimeout(HTTPException):
         super().__init__(408, f"the request body did not arrive within {seconds:g} s")
 
 
-async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive:
+class Replay:
+    """A ``receive`` that replays the messages read ahead, then reads on; :attr:`body` is the whole body
+    when it was read ahead whole (None when it was not: none declared, too large, or not in time)."""
+
+    __slots__ = ("body", "read", "receive")
+
+    def __init__(self, receive: Receive, read: list[Message], *, complete: bool) -> None:
+        self.receive = receive
+        self.read = read
+        self.body = b"".join(m.get("body", b"") for m in read) if complete else None
+
+    async def __call__(self) -> Message:
+        return self.read.pop(0) if self.read else await self.receive()
+
+
+async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Replay:
     """A ``receive`` that replays the request's body, read here first through ``timed`` (up to ``limit``
     bytes: past it, or over a declared length past it, the rest is left to :class:`BodyLimit`'s 413).
     A body that does not arrive in time is left to the route as before: reading it raises
@@ -80,11 +95,12 @@ async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive:
     headers = dict(scope["headers"])
     declared = headers.get(b"content-length")
     if declared is None and b"transfer-encoding" not in headers:
-        return timed  # no body
+        return Replay(timed, [], complete=False)  # no body
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        return timed  # refused whole by BodyLimit, unread
+        return Replay(timed, [], complete=False)  # refused whole by BodyLimit, unread
     read: list[Message] = []
     size = 0
+    complete = False
     while True:
         try:
             message = await timed()
@@ -93,14 +109,11 @@ async def read_ahead(scope: Scope, timed: Receive, limit: int) -> Receive:
         read.append(message)
         size += len(message.get("body", b""))
         if message["type"] != "http.request" or not message.get("more_body", False):
+            complete = message["type"] == "http.request" and size <= limit
             break
         if size > limit:
             break
-
-    async def replay() -> Message:
-        return read.pop(0) if read else await timed()
-
-    return replay
+    return Replay(timed, read, complete=complete)
 
 
 def timed(receive: Receive, seconds: float) -> Receive:
@@ -116,7 +129,8 @@ def timed(receive: Receive, seconds: float) -> Receive:
         if deadline is None:
             deadline = loop.time() + seconds  # for the whole body, not each chunk
         try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            async with asyncio.timeout_at(deadline):  # no task per read, as wait_for would make
+                message = await receive()
         except TimeoutError:
             raise BodyTimeout(seconds) from None
         if message["type"] != "http.request" or not message.get("more_body", False):

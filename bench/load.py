@@ -1,0 +1,428 @@
+"""The player's path under load: an open-loop load generator for the web host, in a process of its own.
+
+``.venv/bin/python -m bench.load`` (``--seconds 5`` for a quick run) starts a redis-server, a web host
+(``python -m codemojex.web``, ``--hosts N`` processes sharing the port) and score workers (``codemojex
+worker``), each a process of its own, on one open round with 1,000 players, and measures:
+
+1. **The HTTP limit against the Redis limit.** Guesses POSTed as fast as the host answers (every player's
+   connection at once, closed loop), against the raw pipelined ``submit.lua`` loop of the same run
+   (:func:`bench.game.limit_submit`); with the host processes' CPU per request (µs, from ``/proc``) and the
+   Redis calls per request (``INFO commandstats``: EVALSHA calls and every command, those run inside
+   scripts included), counted while no worker runs.
+2. **Latency against offered load.** Open loop: guess *i* of a phase is sent at ``start + i / rate``
+   whatever the replies (a free keep-alive connection is taken, or a new one opened), so a slow host
+   shows as queueing, not as a slower client. At each rate (250, 500 and 1,000 guesses a second by default,
+   ``--seconds`` each) it prints submit→scored p50 / p99 / max (from the moment the request was due to the
+   ``scored`` time of the guess's record, Redis server clock: the generator and Redis share the machine's
+   clock), the reply's own p50 / p99, and the errors (a non-202 answer, a broken connection, a guess not
+   scored in time); and the highest rate whose p99 is within :data:`TARGET_P99_MS` with no error.
+
+Figures, never assertions. The host runs ``--unlimited`` (the host's throughput, not its rate limits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+
+from bench.game import _request, _response, arena, limit_submit
+from bench.processes import stop
+from bench.report import Figure, table
+from codemojex import rounds, wallet
+from codemojex.game import Game, GameSettings
+from codemojex.keys import GameKeys, guess_of
+from echomq.testing.server import RedisProcess, free_port
+
+RATES = (250, 500, 1000)
+PLAYERS = 1000
+TARGET_P99_MS = 25.0
+TARGET_HTTP_RATIO = 0.2
+SCORED_WAIT_S = 60.0  # a guess not scored this long after its phase ends counts as an error
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One offered rate: submit→scored p50 / p99 / max (ms), the reply's p50 / p99 (ms), the errors."""
+
+    rate: float
+    p50: float
+    p99: float
+    max: float
+    errors: int
+    sent: int
+    reply_p50: float
+    reply_p99: float
+    achieved: float  # guesses sent per second (the schedule kept, or not)
+
+
+@dataclass
+class Load:
+    """What :func:`measure` found: the table rows, the chart's points and the counts behind them."""
+
+    figures: list[Figure]
+    points: list[Point]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sustained(self) -> float | None:
+        """The highest offered rate with p99 within the target and no error."""
+        good = [p.rate for p in self.points if p.p99 <= TARGET_P99_MS and p.errors == 0]
+        return max(good) if good else None
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and its children, living ones (uvicorn's workers)."""
+    total = 0.0
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids += [int(c) for c in (task / "children").read_text().split()]
+    for each in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
+
+
+def _commands(client: redis.Redis) -> tuple[int, int]:
+    """(EVALSHA calls, every command's calls, inside scripts too) so far."""
+    stats = client.info("commandstats")
+    evalsha = int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+    return evalsha, sum(int(v.get("calls", 0)) for v in stats.values())
+
+
+@contextlib.contextmanager
+def _host(url: str, tag: str, hosts: int, logs: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port = free_port()
+    argv = [sys.executable, "-m", "codemojex.web", "--redis-url", url, "--tag", tag, "--port", str(port)]
+    argv += ["--max-queued", "1000000", "--unlimited", "--hosts", str(hosts)]
+    with (logs / "host.log").open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the host did not start: {(logs / 'host.log').read_text()[-2000:]}")
+            time.sleep(0.05)
+        yield port, proc
+    finally:
+        stop([proc])
+
+
+def _workers(url: str, tag: str, count: int, concurrency: int, logs: Path) -> list[subprocess.Popen[bytes]]:
+    argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", url, "--tag", tag]
+    argv += ["--log-level", "WARNING", "worker", "--concurrency", str(concurrency)]
+    with (logs / "workers.log").open("ab") as err:
+        return [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err) for _ in range(count)]
+
+
+async def _join(port: int, count: int) -> list[tuple[str, str]]:
+    """``count`` players joined over HTTP: their ids and tokens."""
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+
+        async def one(i: int) -> tuple[str, str]:
+            for _ in range(5):  # a connection the host closed meanwhile (keep-alive timeout): again
+                try:
+                    reply = (await client.post("/api/players", json={"name": f"load {i}"})).json()
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+                    continue
+                return reply["player_id"], reply["token"]
+            raise RuntimeError(f"player {i} could not join")
+
+        tokens: list[tuple[str, str]] = []
+        for start in range(0, count, 50):
+            tokens += await asyncio.gather(*(one(i) for i in range(start, min(count, start + 50))))
+        return tokens
+
+
+async def _fund(url: str, tag: str, round_id: str, players: list[str], each: int) -> None:
+    """Credit each player ``each`` of the round's first currency."""
+    game = Game.from_url(url, tag=tag, settings=GameSettings(max_queued=1_000_000))
+    async with game:
+        currency, _ = (await rounds.get_round(game, round_id)).prices[0]
+        for player in players:
+            await wallet.credit(game, player, currency, each, reason="bench")
+
+
+class Connections:
+    """Keep-alive connections to the host: a free one is reused, else a new one opened."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.opened = 0
+
+    async def post(self, data: bytes) -> tuple[int, bytes]:
+        if self.free:
+            reader, writer = self.free.pop()
+        else:
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            self.opened += 1
+        writer.write(data)
+        status, body = await _response(reader)
+        self.free.append((reader, writer))
+        return status, body
+
+    async def close(self) -> None:
+        for _, writer in self.free:
+            writer.close()
+        self.free.clear()
+
+
+def _plan(a: Any, tokens: list[str], count: int, port: int) -> list[bytes]:
+    return [
+        _request(port, a.round_id, tokens[i % len(tokens)], guess)
+        for i, (_, _, guess) in enumerate(a.guesses(count))
+    ]
+
+
+async def closed_loop(port: int, requests: list[bytes], connections: int) -> tuple[float, int]:
+    """``requests`` over ``connections`` keep-alive connections, each one after another: (guesses per
+    second, errors)."""
+    pool = Connections(port)
+    errors = 0
+    share = [requests[i::connections] for i in range(connections)]
+
+    async def run(mine: list[bytes]) -> None:
+        nonlocal errors
+        for data in mine:
+            status, _ = await pool.post(data)
+            errors += status != 202
+
+    start = time.perf_counter()
+    await asyncio.gather(*(run(mine) for mine in share))
+    elapsed = time.perf_counter() - start
+    await pool.close()
+    return len(requests) / elapsed, errors
+
+
+async def open_loop(
+    port: int, requests: list[bytes], rate: float
+) -> tuple[list[tuple[float, float, str | None]], float]:
+    """Send ``requests`` on schedule at ``rate`` a second: (due time ms epoch, reply ms, job or None) each,
+    and the rate achieved."""
+    pool = Connections(port)
+    results: list[tuple[float, float, str | None]] = []
+    tasks = []
+
+    async def one(data: bytes, due_ms: float) -> None:
+        try:
+            status, body = await pool.post(data)
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            results.append((due_ms, float("nan"), None))
+            return
+        replied = time.time() * 1000 - due_ms
+        job = json.loads(body)["job_id"] if status == 202 else None
+        results.append((due_ms, replied, job))
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for i, data in enumerate(requests):
+        offset = i / rate
+        delay = start + offset - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        late = loop.time() - (start + offset)  # the due time on the wall clock, read now (no drift)
+        tasks.append(asyncio.create_task(one(data, (time.time() - late) * 1000)))
+    achieved = len(requests) / max(1e-9, loop.time() - start)
+    await asyncio.gather(*tasks)
+    await pool.close()
+    return results, achieved
+
+
+def _scored(client: redis.Redis, keys: GameKeys, jobs: list[str], deadline: float) -> dict[str, int]:
+    """Each job's record's ``scored`` time (ms, server clock), waiting until all are scored or ``deadline``
+    (monotonic)."""
+    found: dict[str, int] = {}
+    while True:
+        missing = [job for job in jobs if job not in found]
+        for i in range(0, len(missing), 1000):
+            pipe = client.pipeline(transaction=False)
+            for job in missing[i : i + 1000]:
+                pipe.hget(keys.guess(guess_of(job)), "scored")
+            for job, scored in zip(missing[i : i + 1000], pipe.execute(), strict=True):
+                if scored is not None:
+                    found[job] = int(scored)
+        if len(found) == len(jobs) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def phase(client: redis.Redis, keys: GameKeys, port: int, requests: list[bytes], rate: float) -> Point:
+    results, achieved = asyncio.run(open_loop(port, requests, rate))
+    jobs = [job for _, _, job in results if job is not None]
+    scored = _scored(client, keys, jobs, time.monotonic() + SCORED_WAIT_S)
+    latencies = [scored[job] - due for due, _, job in results if job is not None and job in scored]
+    replies = [replied for _, replied, job in results if job is not None]
+    errors = len(results) - len(latencies)
+    return Point(
+        rate,
+        _pct(latencies, 50),
+        _pct(latencies, 99),
+        max(latencies, default=float("nan")),
+        errors,
+        len(results),
+        _pct(replies, 50),
+        _pct(replies, 99),
+        achieved,
+    )
+
+
+def measure(
+    url: str,
+    *,
+    seconds: float,
+    rates: tuple[float, ...] = RATES,
+    players: int = PLAYERS,
+    hosts: int = 1,
+    workers: int = 2,
+    concurrency: int = 64,
+    fill: int = 5000,
+) -> Load:
+    """Every figure of the player's path on the server at ``url`` (see the module doc)."""
+    logs = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    client = redis.Redis.from_url(url)
+    limit = arena(url, "load-limit", 100, fill)
+    raw, _ = limit_submit(client, limit, fill)
+    total = fill + sum(int(rate * seconds) for rate in rates)
+    a = arena(url, "load", 1, 0)
+    keys = GameKeys(a.tag)
+    info: dict[str, Any] = {"seconds": seconds, "players": players, "hosts": hosts, "workers": workers}
+    with _host(url, a.tag, hosts, logs) as (port, host):
+        joined = asyncio.run(_join(port, players))
+        tokens = [token for _, token in joined]
+        asyncio.run(_fund(url, a.tag, a.round_id, [player for player, _ in joined], total // players + 2))
+        requests = _plan(a, tokens, fill, port)
+        cpu, calls = _cpu_s(host.pid), _commands(client)
+        http, fill_errors = asyncio.run(closed_loop(port, requests, min(players, 100)))
+        cpu, after = _cpu_s(host.pid) - cpu, _commands(client)
+        info |= {
+            "http_guesses_per_s": http,
+            "raw_submit_per_s": raw,
+            "fill_errors": fill_errors,
+            "host_cpu_us_per_guess": cpu / fill * 1e6,
+            "evalsha_per_guess": (after[0] - calls[0]) / fill,
+            "commands_per_guess": (after[1] - calls[1] - 1) / fill,  # less the INFO call itself
+        }
+        procs = _workers(url, a.tag, workers, concurrency, logs)
+        try:
+            deadline = time.monotonic() + SCORED_WAIT_S
+            while client.zcard(keys.scored(a.round_id)) < fill - fill_errors and time.monotonic() < deadline:
+                time.sleep(0.1)  # the fill's guesses scored before the first phase
+            points = [
+                phase(client, keys, port, _plan(a, tokens, int(rate * seconds), port), rate) for rate in rates
+            ]
+        finally:
+            stop(procs)
+    client.close()
+    info["points"] = [_point_json(p) for p in points]
+    info["logs"] = str(logs)
+    return Load(_figures(info, points), points, info)
+
+
+def _point_json(point: Point) -> dict[str, float]:
+    return {name: getattr(point, name) for name in Point.__slots__}
+
+
+def _figures(info: dict[str, Any], points: list[Point]) -> list[Figure]:
+    rows = [
+        Figure(
+            f"guess POST over HTTP, {info['hosts']} host process(es), closed loop",
+            info["http_guesses_per_s"],
+            "guesses/s",
+            info["raw_submit_per_s"],
+            "raw pipelined submit.lua",
+            target=TARGET_HTTP_RATIO,
+        ),
+        Figure("host CPU per guess POST", info["host_cpu_us_per_guess"], "µs", None, "host processes' CPU"),
+        Figure(
+            "Redis calls per guess POST (EVALSHA)", info["evalsha_per_guess"], "calls", None, "commandstats"
+        ),
+    ]
+    for p in points:
+        name = f"submit → scored at {p.rate:g} guesses/s offered"
+        reference = f"p50 {p.p50:.1f} ms, max {p.max:.1f} ms, {p.errors} errors"
+        rows.append(Figure(f"{name}, p99", p.p99, "ms", None, reference, TARGET_P99_MS, "value", "lower"))
+    return rows
+
+
+def print_load(load: Load) -> None:
+    info = load.info
+    print(
+        f"\nThe player's path · {info['players']} players · {info['hosts']} host process(es) · "
+        f"{info['workers']} score worker(s) · {info['seconds']:g} s a rate\n"
+    )
+    print(table(load.figures))
+    print("\n| offered/s | sent/s | submit→scored p50 | p99 | max | reply p50 | reply p99 | errors |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for p in load.points:
+        print(
+            f"| {p.rate:g} | {p.achieved:,.0f} | {p.p50:.1f} ms | {p.p99:.1f} ms | {p.max:.1f} ms | "
+            f"{p.reply_p50:.1f} ms | {p.reply_p99:.1f} ms | {p.errors} |"
+        )
+    sustained = load.sustained
+    shown = f"{sustained:g} guesses/s" if sustained is not None else "none of the rates tried"
+    print(f"\nhighest rate with p99 ≤ {TARGET_P99_MS:g} ms and no error: {shown}")
+    print(
+        f"(closed loop: {info['http_guesses_per_s']:,.0f} guesses/s over HTTP, "
+        f"{info['host_cpu_us_per_guess']:,.0f} µs host CPU and {info['commands_per_guess']:.1f} Redis "
+        "commands (scripts' included) per guess)"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__)
+    parser.add_argument("--seconds", type=float, default=30.0, help="each rate's phase (default 30)")
+    parser.add_argument("--rates", type=float, nargs="+", default=list(RATES), help="guesses/s offered")
+    parser.add_argument("--players", type=int, default=PLAYERS)
+    parser.add_argument("--hosts", type=int, default=1, help="web host processes sharing the port")
+    parser.add_argument("--workers", type=int, default=2, help="score worker processes")
+    parser.add_argument("--fill", type=int, default=5000, help="guesses of the closed-loop HTTP limit")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures and points here")
+    args = parser.parse_args(argv)
+    with RedisProcess(appendonly=True, appendfsync="everysec") as server:
+        load = measure(
+            server.url,
+            seconds=args.seconds,
+            rates=tuple(args.rates),
+            players=args.players,
+            hosts=args.hosts,
+            workers=args.workers,
+            fill=args.fill,
+        )
+    print_load(load)
+    if args.json is not None:
+        data = {"figures": [f.to_json() for f in load.figures], **load.info}
+        args.json.write_text(json.dumps(data, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
