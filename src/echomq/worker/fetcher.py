@@ -29,7 +29,10 @@ empty. A claim that makes ``active`` non-empty and leaves the ring empty leaves 
 (claim.lua, "Watch"), so one idle worker wakes, claims nothing and learns the deadline. So a job whose
 worker died (SIGKILL, OOM, host loss) is claimable again within the longest lease on the bus plus
 ``sweep_every_s`` (plus a round trip) after its last renewal, whenever another worker runs, idle or
-busy; in every case within that lease plus :data:`IDLE_CAP_S`.
+busy; in every case within that lease plus :data:`IDLE_CAP_S`. Likewise for trims: a worker that claims
+jobs sweeps once the result ttl has passed since (none of its rows can be due sooner), and that sweep
+names the next trim time, so the rows of the last jobs are trimmed on time when the bus goes idle, with
+no finish left to trim them.
 
 A claim whose answer never came (:class:`~echomq.errors.RedisUnavailable`: a timeout, a cut, a Redis
 pause; or a block's pipelined claim whose connection failed) may have run in Redis: its jobs are then
@@ -164,10 +167,12 @@ class Fetcher:
         self._due_at = _earliest(self._due_at, time.monotonic() + max(0.0, delay_s))
 
     def _local(self, at_ms: int | None, server_ms: int, after_s: float = 0.0) -> float | None:
-        """``at_ms`` (server clock) on the monotonic clock, by the reply's server time ``server_ms``."""
+        """``at_ms`` (server clock) on the monotonic clock, by the reply's server time ``server_ms``;
+        ``after_s`` later when it is still ahead (a time already past is now: never put off again)."""
         if at_ms is None:
             return None
-        return time.monotonic() + max(0, at_ms - server_ms) / 1000 + after_s
+        now = time.monotonic()
+        return now if at_ms < server_ms else now + (at_ms - server_ms) / 1000 + after_s
 
     def next_sweep_at(self) -> float:
         """The monotonic time of the next sweep (see the module doc)."""
@@ -226,9 +231,11 @@ class Fetcher:
         self._due_at = self._local(claimed.next_due_ms, claimed.server_ms)
         if claimed.leases_read:
             self._lease_at = self._local(claimed.next_lease_ms, claimed.server_ms, _PAST_S)
-        elif claimed.jobs:  # this worker's own leases: it watches them too
+        elif claimed.jobs:  # this worker's own leases: it watches them too, and the rows they leave
             first = min(claim.deadline_ms for claim in claimed.jobs)
             self._lease_at = _earliest(self._lease_at, self._local(first, claimed.server_ms, _PAST_S))
+            ttl_s = self.bus.settings.result_ttl_ms / 1000  # none of them is done sooner than now
+            self._trim_at = _earliest(self._trim_at, time.monotonic() + ttl_s + _PAST_S)
 
     async def recover_lost(self) -> list[Claim]:
         """The jobs of a claim whose answer never came (for the worker to release at stop); ``[]`` when
