@@ -268,10 +268,12 @@ class Fetcher:
     async def _block(self, free: int) -> Claimed | None:
         """Block on the wake list with a claim behind it, until a token, the next sweep or stop; the
         claim's answer, or None when nothing was claimed for certain (stop, or a timer too near)."""
+        await asyncio.sleep(0)  # the handlers of the jobs just claimed start before this block is sent
         timeout = min(self.idle_cap_s, self.until_timer())
         if timeout <= _SLACK_S or self._stopping.is_set():  # too short to block on Redis for: wait here
             await first_of([self._stopping.wait()], timeout)
             return None
+        # From the check above to the task below nothing awaits: a stop after it cancels the block.
         request = new_request()
         keys, args = claim_call(self.bus, free, self.lease_ms, self.owner, request)
         self._lost, self._lost_in_block = (request, free), True
