@@ -162,3 +162,41 @@ async def test_the_claim_runs_on_the_blocked_connection_as_the_token_arrives(fre
     after = lines[enqueue + 1]
     assert f"[0 {address}]" in after, "\n".join(lines[enqueue : enqueue + 3])
     assert '"EVALSHA"' in after, after
+
+
+async def test_a_claim_the_server_cannot_run_for_want_of_its_script_is_sent_again_at_once(fresh_server):
+    """The server's script cache is flushed while the worker blocks: the token's claim, sent ahead by its
+    hash, is refused (NOSCRIPT, so it did not run); the worker claims at once, loading the script."""
+    client = redis.Redis(port=fresh_server.port)
+    async with Bus.from_url(fresh_server.url, tag="noscript") as bus:
+        worker = Worker(bus, noop)
+        async with running(worker):
+            await eventually(lambda: _blocked_worker(client) is not None, 30, "the worker blocks")
+            client.script_flush()
+            job = ids.mint("JOB")
+            await bus.enqueue(job, lane="L", payload=b"x")
+            await eventually(lambda: worker.processed == 1, 10, "done long before the cap")
+    client.close()
+
+
+async def test_a_worker_whose_blocked_connection_is_cut_blocks_again_and_still_wakes(fresh_server):
+    """The blocked connection is killed from the server's side: the block fails as Redis being
+    unreachable, its claim (which may have run) is asked again by request id, and the worker blocks on a
+    new connection, where the next enqueue wakes it."""
+    client = redis.Redis(port=fresh_server.port)
+    async with Bus.from_url(fresh_server.url, tag="cut") as bus:
+        worker = Worker(bus, noop)
+        async with running(worker):
+            await eventually(lambda: _blocked_worker(client) is not None, 30, "the worker blocks")
+            first = _blocked_worker(client)
+            assert first is not None
+            client.client_kill(first["addr"])
+            await eventually(
+                lambda: (entry := _blocked_worker(client)) is not None and entry["addr"] != first["addr"],
+                30,
+                "the worker blocks again on a new connection",
+            )
+            job = ids.mint("JOB")
+            await bus.enqueue(job, lane="L", payload=b"x")
+            await eventually(lambda: state_is(bus, job, "done"), 10, "done long before the cap")
+    client.close()
