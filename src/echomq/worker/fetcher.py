@@ -71,6 +71,7 @@ from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from echomq.bus import Bus
+from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim
 from echomq.lanes import Claimed, claim_call, claimed_from_reply, new_request
 from echomq.worker import faults
@@ -243,7 +244,8 @@ class Fetcher:
         if self._lost is None:
             return []
         if self._lost_in_block:  # a block that stop cancelled: its claim kept a record if it took any
-            exists = await self.bus.redis.exists(self.bus.keys.claim_record(self._lost[0]))
+            with translate_redis_errors():
+                exists = await self.bus.redis.exists(self.bus.keys.claim_record(self._lost[0]))
             if not exists:
                 self._lost = None
                 return []
@@ -301,6 +303,9 @@ class Fetcher:
         report = await self.bus.sweep()
         self._swept_at = time.monotonic()
         self._due_at = self._local(report.next_due_ms, report.server_ms)
+        stuck = report.next_due_ms is not None and report.next_due_ms <= report.server_ms
+        if stuck and not report.promoted:  # due but not promotable now (its slot moving): not at once
+            self._due_at = self._swept_at + self.sweep_every_s
         self._lease_at = self._local(report.next_lease_ms, report.server_ms, _PAST_S)
         self._trim_at = self._local(report.next_trim_ms, report.server_ms, _PAST_S)
         level = logging.INFO if report.reclaimed or report.dead else logging.DEBUG
