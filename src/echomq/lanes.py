@@ -26,9 +26,10 @@ Guarantees provided here:
   node keeps none (``unrecorded``): its lost reply strands its jobs for one lease, then the stalled
   sweep returns them.
 * **Idle is cheap.** Blocking happens outside Lua, claiming inside it: an idle worker blocks on the
-  ``wake`` list (BLPOP) and runs the claim when a token arrives or the timeout passes. Every script that
-  makes a job claimable pushes a token (the list is capped), and a claim that leaves the ring empty
-  deletes the stale tokens, so an idle worker issues about two commands per block timeout.
+  ``wake`` list (BLPOP) with its claim sent behind the BLPOP on the same connection, so the claim runs
+  the moment a token arrives (or the block times out). Every script that makes a job claimable pushes
+  a token (the list is capped), and a claim that leaves the ring empty deletes the stale tokens; an
+  empty claim runs eight commands (the call and seven inside it). See :mod:`echomq.worker.fetcher`.
 """
 
 from __future__ import annotations
@@ -51,11 +52,15 @@ _OWNER_LIMIT = 200
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """One claim call's answer: the jobs, the server time, and the next delayed job's due time."""
+    """One claim call's answer: the jobs, the server time, and the next delayed job's due time; a claim
+    that got nothing (not a retry) also read the earliest lease deadline in ``active`` (``leases_read``;
+    ``next_lease_ms`` None when active is empty)."""
 
     jobs: list[Claim]
     server_ms: int
     next_due_ms: int | None
+    leases_read: bool = False
+    next_lease_ms: int | None = None
 
 
 def _check_owner(owner: object) -> None:
@@ -100,7 +105,12 @@ def claim_call(
 def claimed_from_reply(reply: Any, request: str) -> Claimed:
     """Read the reply of claim.lua called with ``request`` (each :class:`Claim` carries it)."""
     next_due = int(reply[1])
-    return Claimed(claims_from_reply(reply, request), int(reply[0]), None if next_due < 0 else next_due)
+    claims = claims_from_reply(reply, request)
+    due = None if next_due < 0 else next_due
+    if claims or len(reply) < 4:
+        return Claimed(claims, int(reply[0]), due)
+    lease = int(reply[3])
+    return Claimed(claims, int(reply[0]), due, leases_read=True, next_lease_ms=None if lease < 0 else lease)
 
 
 async def claim(

@@ -16,8 +16,12 @@ Guarantees provided here:
   past the dead ttl to tombstones (lock or no lock). It is the catch-up path, after a burst or on an
   idle bus: at any throughput the finishes themselves trim faster than they add (see
   :mod:`echomq.finish`), so the sweep's rate does not bound retention.
-* **Recovery time.** A killed worker's job is claimable again at most lease + sweep period after its
-  last extension.
+* **Recovery time.** A killed worker's job is claimable again once a sweep runs after its lease
+  deadline; every report names the earliest deadline left (``next_lease_ms``), so a worker sweeps then
+  (see :mod:`echomq.worker.fetcher` for the bound that gives).
+* **Idle.** Each step first reads its set's head and stops there when nothing is due: a sweep of a bus
+  with nothing due runs six commands in all (the call, TIME, four ZRANGE). Its report says when the
+  next step is due: ``next_due_ms`` (promotion), ``next_lease_ms`` (reclaim), ``next_trim_ms`` (trim).
 * **Wake-ups.** Every job the sweep moves to a lane (promoted or reclaimed) pushes one wake token, up to
   the bus's wake cap, so as many idle workers wake as those jobs can use, not just one.
 * **A lost reply** is harmless: the sweep moved (and trimmed) what was due, and a retry (or the next
@@ -46,7 +50,9 @@ class SweepReport:
     trimmed: int
     next_due_ms: int | None
     swept: bool  # False when another process held the sweep lock (promotion and trimming ran, not reclaim)
-    server_ms: int = 0  # the server's clock when the sweep ran, to place next_due_ms on a local clock
+    server_ms: int = 0  # the server's clock when the sweep ran, to place the next times on a local clock
+    next_lease_ms: int | None = None  # the earliest lease deadline left in active (None: active is empty)
+    next_trim_ms: int | None = None  # when the oldest done or dead row passes its ttl (None: both empty)
 
 
 def sweep_call(bus: BusCore, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> tuple[list[str], list[Any]]:
@@ -79,11 +85,16 @@ def sweep_call(bus: BusCore, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) ->
     )
 
 
+def _time(ms: int) -> int | None:
+    return None if ms < 0 else ms
+
+
 def report_from_reply(reply: Any) -> SweepReport:
     """Read a sweep.lua reply."""
-    promoted, reclaimed, dead, trimmed, next_due, swept, now = (int(x) for x in reply)
-    due = None if next_due < 0 else next_due
-    return SweepReport(promoted, reclaimed, dead, trimmed, due, swept == 1, now)
+    promoted, reclaimed, dead, trimmed, next_due, swept, now, lease, trim = (int(x) for x in reply)
+    return SweepReport(
+        promoted, reclaimed, dead, trimmed, _time(next_due), swept == 1, now, _time(lease), _time(trim)
+    )
 
 
 async def sweep(bus: BusCore, *, lock_ms: int = 0, limit: int = DEFAULT_LIMIT) -> SweepReport:

@@ -1,4 +1,4 @@
-"""Idle workers wake when work comes back to the lanes, and at the due time of a delayed job.
+"""Idle workers wake when work comes back to the lanes, and at the due time of a delayed job or a retry.
 
 In-process workers on the session server, each on a bus of its own (one client each, as separate
 processes would have). A worker is idle when its pickup connection is blocked in BLPOP on the wake list;
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import defaultdict
 
 import pytest
@@ -123,61 +122,64 @@ def _sweeps(caplog, reason):
     return sum(
         1
         for record in caplog.records
-        if getattr(record, "event", None) == "worker.swept" and record.fields.get("reason", "timer") == reason  # type: ignore[attr-defined]
+        if getattr(record, "event", None) == "worker.swept" and record.fields.get("reason") == reason  # type: ignore[attr-defined]
     )
 
 
-PERIOD_S = 6.0  # the worker's sweep period in the punctuality tests: long next to the delays
+PERIOD_S = 6.0  # the workers' sweep_every_s in the punctuality tests: no sweep comes from it while idle
 
 
-async def _after_a_timed_sweep(caplog, worker, schedule, started):
-    """Run ``worker``; ``schedule()`` at 1.5 s before its second timed sweep sets up a job due between
-    that sweep and the third; return (timed sweeps seen at ``schedule``, those seen when it started)."""
+async def _started_while_idle(caplog, sync_redis, worker, schedule, started):
+    """Run ``worker`` until it blocks (idle: its next sweep is its cap, 600 s away), ``schedule()`` a job
+    due a few seconds later, and wait for the handler to start it; return the sweeps' reasons."""
     caplog.set_level(logging.DEBUG, logger="echomq.worker")
     async with running(worker):
-        await eventually(lambda: _sweeps(caplog, "timer") == 1, 20, "the first sweep, at start")
-        first_at = time.monotonic()
-        await asyncio.sleep(max(0.0, first_at + PERIOD_S - 1.5 - time.monotonic()))
+        await eventually(lambda: _sweeps(caplog, "start") == 1, 20, "the first sweep, at start")
+        await eventually(lambda: _blocked(sync_redis, 1), 20, "the worker blocks")
         await schedule()
-        heard = _sweeps(caplog, "timer")
-        await eventually(lambda: bool(started), 3 * PERIOD_S, "the job started")
-    assert heard == 1, "the test scheduled the job too late to see a timed sweep before its due time"
-    return started[0]
+        await eventually(lambda: bool(started), 20, "the job started (long before the idle cap)")
+        return [r for r in ("start", "due", "lease", "trim", "idle") for _ in range(_sweeps(caplog, r))]
 
 
 @pytest.mark.slow
-async def test_a_delayed_job_starts_at_its_due_time_not_at_the_next_sweep(bus, caplog):
-    """A delayed job that an idle worker heard of, due after one of its timed sweeps and well before the
-    next, starts with no further timed sweep: the sweep's next due time wakes the worker for it."""
+async def test_a_delayed_job_enqueued_while_the_worker_is_idle_starts_at_its_due_time(
+    bus, caplog, sync_redis
+):
+    """A delayed job enqueued while a worker is blocked for its idle cap starts at its due time: the enqueue's
+    token wakes the worker, whose claim learns the due time, and one sweep at that time promotes the job."""
     started: list[int] = []
 
     async def handler(job):
-        started.append(_sweeps(caplog, "timer"))
+        started.append(_sweeps(caplog, "due"))
 
-    async def schedule():  # due 1.5 s after the second timed sweep, 4.5 s before the third
-        await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"later", delay_ms=3000)
+    async def schedule():
+        await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"later", delay_ms=2000)
 
     worker = Worker(bus, handler, sweep_every_s=PERIOD_S)
-    # One timed sweep came between the enqueue and the due time (the sweep whose reply the worker must
-    # not forget), and the job started before the next one.
-    assert await _after_a_timed_sweep(caplog, worker, schedule, started) == 2
+    reasons = await _started_while_idle(caplog, sync_redis, worker, schedule, started)
+    assert started == [1], "the job started after the sweep at its due time"
+    assert "idle" not in reasons, reasons
 
 
 @pytest.mark.slow
-async def test_a_retry_starts_at_the_end_of_its_backoff_not_at_the_next_sweep(redis_server, tag, caplog):
-    """A failed job's retry, due (backoff 2 to 4 s) after one of the worker's timed sweeps and before the
-    next, starts with no further timed sweep."""
+async def test_a_retry_starts_at_the_end_of_its_backoff_while_the_worker_is_idle(
+    redis_server, tag, caplog, sync_redis
+):
+    """A failed job's retry (backoff 1 to 2 s) starts at its due time although the worker, idle after the
+    failure, blocks for its cap: it knows when the retry is due and sweeps then."""
     started: list[int] = []
 
     async def handler(job):
         if job.attempt == 1:
             raise RuntimeError("try again")
-        started.append(_sweeps(caplog, "timer"))
+        started.append(_sweeps(caplog, "due"))
 
-    async with Bus.from_url(redis_server.url, tag=tag, settings=Settings(backoff_base_ms=4000)) as bus:
+    async with Bus.from_url(redis_server.url, tag=tag, settings=Settings(backoff_base_ms=2000)) as bus:
 
-        async def schedule():  # runs and fails at once; its retry is due 0.5 to 2.5 s after the sweep
+        async def schedule():  # runs and fails at once; its retry is due 1 to 2 s later
             await bus.enqueue(ids.mint("JOB"), lane="L", payload=b"flaky")
 
         worker = Worker(bus, handler, sweep_every_s=PERIOD_S)
-        assert await _after_a_timed_sweep(caplog, worker, schedule, started) == 2
+        reasons = await _started_while_idle(caplog, sync_redis, worker, schedule, started)
+    assert started == [1], "the retry started after the sweep at its due time"
+    assert "idle" not in reasons, reasons

@@ -15,9 +15,14 @@
   claim replaces it with 'k' (late), the ms from that due time to this claim (server clock), so the
   lateness of delayed jobs and retries can be read from their rows.
 
-  Wake-ups: a claim that leaves the ring empty deletes the wake tokens (nothing is left to wake for); one
-  that leaves jobs behind (a full batch) pushes a token when the list is empty, so the wake-up passes
+  Wake-ups: a claim that leaves the ring empty deletes the wake tokens (nothing is left to wake for, but
+  see 'Watch' below); one that leaves jobs behind (a full batch) pushes a token when the list is empty, so the wake-up passes
   on to the next idle worker instead of stopping at this one.
+
+  Watch: a claim that makes 'active' non-empty and leaves the ring empty leaves one wake token, so one
+  idle worker wakes, claims nothing, and learns from that empty claim's reply the earliest lease
+  deadline: it sweeps then, so a job whose worker died is reclaimed at its deadline even when every
+  other worker is idle (see echomq.worker.fetcher).
 
   Lane and job keys are built from ARGV[1] (the bus prefix, whose hash tag puts them in the slot of
   KEYS), so they cannot be declared. While the slot is being resharded (include "slot"), a step whose
@@ -65,7 +70,7 @@
 
   Input:
     KEYS[1] ring    (list)  serviceable lanes
-    KEYS[2] active  (zset)  claimed ids by lease deadline (ms)
+    KEYS[2] active  (zset)  claimed ids by lease deadline (ms); its head is read by an empty claim
     KEYS[3] delayed (zset)  scheduled ids by due time (ms), read for the next due time only
     KEYS[4] wake    (list)  wake-up tokens: deleted when the ring is left empty, one pushed when not
     KEYS[5] stats   (hash)  counters; 'claimed' is also the serial of fairness lag
@@ -79,10 +84,12 @@
 
   Output:
     { now, next_due, n, id_1, lane_1, attempts_1, payload_1, deadline_1, tries_1, max_1, ... }
-      now       server time (ms)
-      next_due  due time (ms) of the earliest delayed job, or -1 when none
-      n         number of claimed jobs, each followed by its 7 fields (a retry: the recorded jobs
-                still active under their tokens, with the renewed deadline)
+    { now, next_due, 0, next_lease }  a claim (not a retry) that got nothing
+      now         server time (ms)
+      next_due    due time (ms) of the earliest delayed job, or -1 when none
+      n           number of claimed jobs, each followed by its 7 fields (a retry: the recorded jobs
+                  still active under their tokens, with the renewed deadline)
+      next_lease  the earliest lease deadline (ms) in active, or -1 when active is empty
 ]]
 local ringKey, activeKey, delayedKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, leaseMs, count, owner, request = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -135,9 +142,12 @@ if record then
   return reply
 end
 
-local serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
-local lagMax = tonumber(redis.call('HGET', statsKey, 'lag_max') or '0')
 local ringLen = redis.call('LLEN', ringKey)  -- tracked: an emptied ring is not read again
+local serial, lagMax = 0, 0
+if ringLen > 0 then  -- an empty ring reads no counters (an idle worker's claim stays small)
+  serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0')
+  lagMax = tonumber(redis.call('HGET', statsKey, 'lag_max') or '0')
+end
 local out = {}
 local n = 0
 local claimed = {}  -- 'id token' of each claimed job, the record a retry answers from
@@ -214,9 +224,16 @@ end
 if elsewhere > 0 then redis.call('HINCRBY', statsKey, 'slot_moving', 1) end
 if ringLen == 0 then
   redis.call('DEL', wakeKey)
+  -- Active was empty before this claim: wake one idle worker to learn these leases ('Watch' above).
+  -- Not while the slot moves: the source refuses a key this script emptied (see include "slot").
+  if n > 0 and not moving and redis.call('ZCARD', activeKey) == n then redis.call('LPUSH', wakeKey, '1') end
 elseif redis.call('LLEN', wakeKey) == 0 then
   redis.call('LPUSH', wakeKey, '1')  -- jobs left behind: pass the wake-up on to the next idle worker
 end
 local reply = {now, next_due(), n}
 for i = 1, #out do reply[#reply + 1] = out[i] end
+if n == 0 then  -- a claim that got nothing names the earliest lease deadline ('Watch' above)
+  local first = redis.call('ZRANGE', activeKey, 0, 0, 'WITHSCORES')
+  reply[4] = first[2] and tonumber(first[2]) or -1
+end
 return reply

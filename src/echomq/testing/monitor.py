@@ -36,9 +36,10 @@ class CommandMonitor:
             *complete, buffer = buffer.split(b"\r\n")
             self.lines += [line.decode(errors="replace") for line in complete if line.startswith(b"+1")]
 
-    def close(self) -> list[str]:
-        """Stop recording; the MONITOR lines of the commands clients sent."""
+    def close(self, *, scripts: bool = False) -> list[str]:
+        """Stop recording; the MONITOR lines of the commands clients sent (with ``scripts``, also those
+        that scripts ran, marked ``lua``)."""
         self._stop.set()
         self._thread.join(5)
         self.sock.close()
-        return [line for line in self.lines if "[0 lua]" not in line]
+        return self.lines if scripts else [line for line in self.lines if "[0 lua]" not in line]

@@ -1,7 +1,8 @@
 """The worker: claims jobs for its free slots, runs a handler on each, and finishes them, fenced.
 
 Runtime shape: :mod:`echomq.worker.runner` is the worker's life (slots, start, graceful shutdown,
-signals); :mod:`echomq.worker.fetcher` decides when to claim, block on the wake list and sweep;
+signals); :mod:`echomq.worker.fetcher` decides when to claim, block on the wake list and sweep
+(:mod:`echomq.worker.pickup` is its blocking connection, the claim pipelined behind the BLPOP);
 :mod:`echomq.worker.processor` runs one job (handler, timeout, complete or fail), a thread handler on a
 pool of :mod:`echomq.worker.threads`; :mod:`echomq.worker.handler` is what a handler receives and
 returns; :mod:`echomq.worker.completions` batches the completes; :mod:`echomq.worker.lease_keeper`
@@ -62,11 +63,12 @@ Guarantees
 
 Idle command budget
 ===================
-An idle worker (nothing in flight, nothing queued) sends, per
-:data:`~echomq.worker.runner.SWEEP_PERIOD_S`, one BLPOP on the wake list (blocking
-:data:`~echomq.worker.fetcher.IDLE_BLOCK_S` at most) and one sweep, plus one claim per
-:data:`~echomq.worker.fetcher.SAFETY_CLAIM_S`: 6 + 6 + 1 = 13 commands a minute with the defaults, within
-:data:`~echomq.worker.runner.IDLE_COMMANDS_PER_MIN` (each script call counts as one command). The lease
-keeper sends nothing when nothing is in flight, and there are no heartbeat keys. A shorter
-``sweep_every_s`` raises the count proportionally.
+An idle worker (nothing in flight, nothing queued, delayed or left to trim) sends, per
+:data:`~echomq.worker.fetcher.IDLE_CAP_S` (600 s), one BLPOP on the wake list with its claim pipelined
+behind it, and one sweep: 1 + 8 + 6 = 15 commands counting those the scripts run inside themselves (an
+empty claim runs seven, a sweep with nothing due five), 1.5 a minute, within
+:data:`~echomq.worker.runner.IDLE_COMMANDS_PER_MIN` (2). It sweeps sooner only when a reply said a step
+is due (a delayed job, a lease deadline, a trim), see :mod:`echomq.worker.fetcher` for what that keeps:
+a dead worker's jobs reclaimed at their deadline, delayed jobs on time, retention while idle. The lease
+keeper sends nothing when nothing is in flight, and there are no heartbeat keys.
 """

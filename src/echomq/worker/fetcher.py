@@ -3,30 +3,59 @@
 Blocking happens outside Lua, claiming inside it. The fetcher claims a batch for the worker's free slots;
 when the claim comes back short, the ring was empty (and the claim deleted the stale wake tokens), so
 every job that becomes claimable from then on pushes a fresh token, and the fetcher blocks on the wake
-list (BLPOP, on a connection of its own whose socket timeout outlasts the block; on a cluster, a cluster
-client of its own, which sends the BLPOP to the node owning the wake key's slot) until a token arrives,
-the next sweep is due, or the next delayed job is due. A block that ends without a token is followed by
-the sweep, not by a claim, which is what keeps an idle worker at two commands per block; once per
-:data:`SAFETY_CLAIM_S` it claims anyway.
+list with its next claim already sent behind the BLPOP (:mod:`echomq.worker.pickup`): Redis runs that
+claim the moment a token arrives, so pickup costs no round trip after the wake-up. The block lasts until
+a token arrives or the next sweep is due, at most :data:`IDLE_CAP_S`; the claim runs at its end either
+way.
+
+When to sweep: never on a fixed period. Every sweep reply names when each of its steps is next due (the
+earliest delayed job, the earliest lease deadline, the oldest finished row's end of retention) and every
+claim reply the next delayed job; an empty claim also the earliest lease deadline. The fetcher sweeps
+
+* at the earliest due time of a delayed job it knows of (punctuality, below);
+* at the earliest lease deadline it knows of, or when the oldest done or dead row passes its ttl, but
+  no sooner than ``sweep_every_s`` after its previous sweep (so a busy bus is swept about as often as
+  ever, and a burst of deadlines or trims costs one sweep per period);
+* once per :data:`IDLE_CAP_S` in any case.
+
+So nothing active, nothing delayed and nothing to trim means nothing to sweep: an idle worker sends one
+BLPOP, one claim and one sweep per :data:`IDLE_CAP_S`, 1 + 8 + 6 = 15 commands counting those the
+scripts run (an empty claim runs seven, a sweep with nothing due five), about 1.5 a minute, within
+:data:`~echomq.worker.runner.IDLE_COMMANDS_PER_MIN`.
+
+Watching leases: a worker learns the earliest lease deadline from its own claims (its jobs' deadlines),
+from its empty claims and from its sweeps, and keeps sweeping at it until a sweep finds ``active``
+empty. A claim that makes ``active`` non-empty and leaves the ring empty leaves one wake token
+(claim.lua, "Watch"), so one idle worker wakes, claims nothing and learns the deadline. So a job whose
+worker died (SIGKILL, OOM, host loss) is claimable again within the longest lease on the bus plus
+``sweep_every_s`` (plus a round trip) after its last renewal, whenever another worker runs, idle or
+busy; in every case within that lease plus :data:`IDLE_CAP_S`. Likewise for trims: a worker that claims
+jobs sweeps once the result ttl has passed since (none of its rows can be due sooner), and that sweep
+names the next trim time, so the rows of the last jobs are trimmed on time when the bus goes idle, with
+no finish left to trim them.
 
 A claim whose answer never came (:class:`~echomq.errors.RedisUnavailable`: a timeout, a cut, a Redis
-pause) may have run in Redis: its jobs are then active under this worker's name and nobody's handler.
-So the fetcher keeps that claim's request id and asks again with it (after the worker's pause) until an
-answer arrives: the retry is answered with the same jobs (see :mod:`echomq.lanes`), which then run
-under the try the lost claim spent. A worker that stops with such a claim outstanding asks once more and
-releases what it gets (:meth:`Fetcher.recover_lost`).
+pause; or a block's pipelined claim whose connection failed) may have run in Redis: its jobs are then
+active under this worker's name and nobody's handler. So the fetcher keeps that claim's request id and
+asks again with it (after the worker's pause) until an answer arrives: the retry is answered with the
+same jobs (see :mod:`echomq.lanes`), which then run under the try the lost claim spent. A worker that
+stops with such a claim outstanding asks once more and releases what it gets
+(:meth:`Fetcher.recover_lost`); a block that stop cancelled is asked about only if its claim left a
+record (an empty claim leaves none and holds nothing).
 
-The sweep runs every ``sweep_every_s`` under a shared lock of a little less than that period, so N
-workers on one bus reclaim about once per period; it also runs as soon as a delayed job is due, which
-promotes it (promotion is not locked), and the fetcher then claims.
+A lost wake token: a token is popped only by a BLPOP whose claim Redis runs right after it, so a token
+is not lost with a dropped connection; its claim's reply is (its jobs wait out their lease, then the
+sweep of a watching worker returns them, as above). A token popped some other way (an older worker, a
+client of another kind) delays a queued job by at most :data:`IDLE_CAP_S`: every block ends in a claim.
 
 Punctuality: the fetcher keeps the earliest due time it knows of, and never blocks past it. Every claim
 and every sweep reply names the earliest delayed job left (``next_due``) with the server's clock at that
 moment, so the due time is placed on the local monotonic clock by that offset (worker clocks never
 decide anything; a reply's transit only makes the wake-up later, by that transit); a retry this worker
-scheduled itself (a failure with backoff) counts too. So a delayed job or a retry starts within about a
-round trip of its due time when a worker is idle, not at the next sweep. Each reply replaces what the
-fetcher knew (it read the delayed set whole), so a job promoted by another process is not waited for.
+scheduled itself (a failure with backoff) counts too. A delayed enqueue or a retry pushes a wake token,
+so an idle worker learns a new earliest due time from the claim it wakes to. So a delayed job or a
+retry starts within about a round trip of its due time when a worker is idle. Each reply replaces what
+the fetcher knew (it read the delayed set whole), so a job promoted by another process is not waited for.
 
 Wake-ups: a claim that comes back full (the lanes may hold more) claims again at once; every job moved to
 a lane pushes a wake token (up to the bus's wake cap), and a claim that leaves jobs behind passes one on,
@@ -41,29 +70,23 @@ import time
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
-from redis.asyncio import RedisCluster
-
-from echomq._clients import async_twin, node_twin
 from echomq.bus import Bus
 from echomq.errors import translate_redis_errors
 from echomq.jobs import Claim
-from echomq.lanes import Claimed, new_request
+from echomq.lanes import Claimed, claim_call, claimed_from_reply, new_request
 from echomq.worker import faults
 from echomq.worker.logs import emit
+from echomq.worker.pickup import NOSCRIPT, Pickup
 
 log = logging.getLogger("echomq.worker")
 
-# How long one BLPOP on the wake list lasts when idle. An enqueue wakes a blocked worker at once through
-# its wake token, so this value costs no pickup latency: it only sets how often an idle worker speaks to
-# Redis. 10 s, on the same timer as a 10 s sweep, keeps an idle worker at one BLPOP and one sweep per
-# 10 s (the budget is in echomq.worker); a shorter block buys nothing but commands, a longer one would
-# only stretch the sweep period it is tied to.
-IDLE_BLOCK_S = 10.0
-# An idle worker claims once this often even without a wake token, so a token lost with a dropped
-# connection (popped by a BLPOP whose client died) delays a queued job by at most this long.
-SAFETY_CLAIM_S = 60.0
+# The longest an idle worker goes without a sweep and a claim. An enqueue wakes a blocked worker at once
+# through its wake token and every due time it knows of ends a block sooner, so this value costs no
+# pickup latency: it bounds only what no reply can tell (a token popped by another kind of client, a
+# watching worker that died), and sets the idle cost (15 commands per cap, see the module doc).
+IDLE_CAP_S = 600.0
 _SLACK_S = 0.02  # a timer this close to due counts as due, so a BLPOP ending on time is not split in two
-_SOCKET_MARGIN_S = 5.0  # the pickup connection's socket timeout exceeds the longest block by this much
+_PAST_S = 0.05  # a lease deadline or a trim time is swept this long after it, when it has surely passed
 
 
 async def first_of(awaitables: Iterable[Awaitable[Any]], within_s: float | None) -> None:
@@ -86,8 +109,13 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+def _earliest(*times: float | None) -> float | None:
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
+
+
 class Fetcher:
-    """Claims for one worker, blocks when there is nothing to claim, sweeps on its timer."""
+    """Claims for one worker, blocks when there is nothing to claim, sweeps when a step is due."""
 
     def __init__(
         self, bus: Bus, *, lease_ms: int, owner: str, sweep_every_s: float, stopping: asyncio.Event
@@ -96,36 +124,35 @@ class Fetcher:
         self.lease_ms = lease_ms
         self.owner = owner
         self.sweep_every_s = sweep_every_s
-        # A little less than the period, so this worker's own next sweep never finds its own lock held.
-        self.sweep_lock_ms = max(1, int(sweep_every_s * 900))
+        self.idle_cap_s = IDLE_CAP_S
         self._stopping = stopping
-        self._waker: Bus | None = None
+        self._pickup = Pickup(bus)
+        self._stop_watch: asyncio.Future[Any] | None = None
+        self._blocked: asyncio.Future[Any] | None = None
         self._need_claim = True
-        self._next_sweep_at = 0.0  # monotonic; 0 = sweep at once (a predecessor's jobs come back early)
+        self._swept_at: float | None = None  # monotonic; None = sweep at once (a predecessor's jobs)
         self._due_at: float | None = None  # monotonic time the next delayed job is due
-        self._next_safety_claim_at = 0.0
+        self._lease_at: float | None = None  # ... the earliest lease deadline known passes
+        self._trim_at: float | None = None  # ... the oldest finished row passes its ttl
         self._lost: tuple[str, int] | None = None  # a claim with no answer yet: (request id, count)
+        self._lost_in_block = False  # that claim was sent behind a BLPOP (it ran only if a block ended)
 
     def open(self) -> None:
-        """Make the pickup connection (it connects on first use; on a cluster, at the first block)."""
-        if self._waker is None and not self.bus.is_cluster:
-            client = async_twin(self.bus.redis, socket_timeout=IDLE_BLOCK_S + _SOCKET_MARGIN_S)
-            self._waker = Bus(client, self.bus.tag, self.bus.settings)
+        """Start watching for stop (it cancels a block); the pickup connects at the first block."""
+        if self._stop_watch is None:
+            self._stop_watch = asyncio.ensure_future(self._stopping.wait())
+            self._stop_watch.add_done_callback(self._on_stop)
 
-    async def _pickup(self) -> Bus | None:
-        """The bus to block on: on a cluster, a plain client to the node owning the wake key's slot."""
-        if self._waker is None and isinstance(self.bus.redis, RedisCluster):
-            with translate_redis_errors():
-                client = await node_twin(
-                    self.bus.redis, self.bus.keys.wake, socket_timeout=IDLE_BLOCK_S + _SOCKET_MARGIN_S
-                )
-            self._waker = Bus(client, self.bus.tag, self.bus.settings)
-        return self._waker
+    def _on_stop(self, _: asyncio.Future[Any]) -> None:
+        if self._blocked is not None:
+            self._blocked.cancel()
 
     async def aclose(self) -> None:
-        if self._waker is not None:
-            await self._waker.aclose()
-            self._waker = None
+        if self._stop_watch is not None:
+            self._stop_watch.remove_done_callback(self._on_stop)
+            self._stop_watch.cancel()
+            self._stop_watch = None
+        await self._pickup.aclose()
 
     @property
     def claim_unanswered(self) -> bool:
@@ -138,45 +165,52 @@ class Fetcher:
 
     def due_in(self, delay_s: float) -> None:
         """A job becomes due ``delay_s`` from now (a retry this worker scheduled): wake for it then."""
-        self._learn_due(time.monotonic() + max(0.0, delay_s), replace=False)
+        self._due_at = _earliest(self._due_at, time.monotonic() + max(0.0, delay_s))
 
-    def _learn_due(self, at: float | None, *, replace: bool) -> None:
-        """Keep ``at`` as the next due time: as the whole truth (``replace``, from a claim or sweep reply,
-        which read the delayed set's head), or as one more job due then (the earlier of the two)."""
-        if replace or self._due_at is None:
-            self._due_at = at
-        elif at is not None:
-            self._due_at = min(self._due_at, at)
+    def _local(self, at_ms: int | None, server_ms: int, after_s: float = 0.0) -> float | None:
+        """``at_ms`` (server clock) on the monotonic clock, by the reply's server time ``server_ms``;
+        ``after_s`` later when it is still ahead (a time already past is now: never put off again)."""
+        if at_ms is None:
+            return None
+        now = time.monotonic()
+        return now if at_ms < server_ms else now + (at_ms - server_ms) / 1000 + after_s
 
-    def _from_server(self, due_ms: int | None, server_ms: int) -> float | None:
-        """``due_ms`` (server clock) on the monotonic clock, by the reply's server time ``server_ms``."""
-        return None if due_ms is None else time.monotonic() + max(0, due_ms - server_ms) / 1000
+    def next_sweep_at(self) -> float:
+        """The monotonic time of the next sweep (see the module doc)."""
+        if self._swept_at is None:
+            return 0.0
+        at = self._swept_at + self.idle_cap_s
+        soon = _earliest(self._lease_at, self._trim_at)
+        if soon is not None:
+            at = min(at, max(soon, self._swept_at + self.sweep_every_s))
+        return at if self._due_at is None else min(at, self._due_at)
 
     def until_timer(self) -> float:
-        """Seconds until the next sweep or the next delayed job is due."""
-        at = self._next_sweep_at if self._due_at is None else min(self._next_sweep_at, self._due_at)
-        return max(0.0, at - time.monotonic())
+        """Seconds until the next sweep is due."""
+        return max(0.0, self.next_sweep_at() - time.monotonic())
 
     async def fetch(self, free: int) -> list[Claim]:
-        """Up to ``free`` claimed jobs; ``[]`` after a block that found none. Sweeps first when due,
+        """Up to ``free`` claimed jobs; ``[]`` after a block that claimed none. Sweeps first when due,
         unless a claim is unanswered: that claim is asked again first (see :meth:`_claim`)."""
         retry = self._lost is not None
         if not retry:
             await self.sweep_if_due()
-        if retry or self._need_claim or time.monotonic() >= self._next_safety_claim_at:
+        if retry or self._need_claim:
             # Free slots only grow while no claim is answered, so a retry's jobs fit the slots.
             claimed = await self._claim(*(self._lost or (new_request(), free)))
-            if claimed.jobs:
-                faults.at("worker.after_claim")
-            self._next_safety_claim_at = time.monotonic() + SAFETY_CLAIM_S
-            self._note_due(claimed)
             # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time;
             # but a retry answers with what the lost claim got, which says nothing about the lanes now.
             self._need_claim = retry or len(claimed.jobs) == free
             if claimed.jobs:
+                faults.at("worker.after_claim")
                 return claimed.jobs
-        self._need_claim = await self._block()
-        return []
+        woke = await self._block(free)
+        if woke is None:
+            return []
+        self._need_claim = len(woke.jobs) == free
+        if woke.jobs:
+            faults.at("worker.after_claim")
+        return woke.jobs
 
     async def _claim(self, request: str, count: int) -> Claimed:
         """Claim under ``request``; until an answer arrives, the request is kept for the retry.
@@ -185,50 +219,95 @@ class Fetcher:
         jobs yet), and a sweep in front of it, due at every try when Redis fails for longer than the
         sweep period, would fail in its place (so the retry were never sent) or, once it lands after
         the leases ran out, reap the jobs unrun (dead on their last try)."""
-        self._lost = (request, count)
+        self._lost, self._lost_in_block = (request, count), False
         claimed = await self.bus.claim_batch(
             count=count, lease_ms=self.lease_ms, owner=self.owner, request=request
         )
         self._lost = None
+        self._claimed(claimed)
         return claimed
 
+    def _claimed(self, claimed: Claimed) -> None:
+        """Learn from a claim's answer: the next due time, and the leases to watch."""
+        self._due_at = self._local(claimed.next_due_ms, claimed.server_ms)
+        if claimed.leases_read:
+            self._lease_at = self._local(claimed.next_lease_ms, claimed.server_ms, _PAST_S)
+        elif claimed.jobs:  # this worker's own leases: it watches them too, and the rows they leave
+            first = min(claim.deadline_ms for claim in claimed.jobs)
+            self._lease_at = _earliest(self._lease_at, self._local(first, claimed.server_ms, _PAST_S))
+            ttl_s = self.bus.settings.result_ttl_ms / 1000  # none of them is done sooner than now
+            self._trim_at = _earliest(self._trim_at, time.monotonic() + ttl_s + _PAST_S)
+
     async def recover_lost(self) -> list[Claim]:
-        """The jobs of a claim whose answer never came, asked for again (for the worker to release at
-        stop); ``[]`` when every claim was answered. Raises :class:`~echomq.errors.RedisUnavailable`."""
+        """The jobs of a claim whose answer never came (for the worker to release at stop); ``[]`` when
+        every claim was answered. Raises :class:`~echomq.errors.RedisUnavailable`."""
         if self._lost is None:
             return []
+        if self._lost_in_block:  # a block that stop cancelled: its claim kept a record if it took any
+            with translate_redis_errors():
+                exists = await self.bus.redis.exists(self.bus.keys.claim_record(self._lost[0]))
+            if not exists:
+                self._lost = None
+                return []
         return (await self._claim(*self._lost)).jobs
 
     async def sweep_if_due(self) -> None:
         now = time.monotonic()
+        if now + _SLACK_S < self.next_sweep_at():
+            return
         due = self._due_at is not None and now + _SLACK_S >= self._due_at
-        timer = now + _SLACK_S >= self._next_sweep_at
-        if due or timer:
-            moved = await self._sweep("timer" if timer else "due")
-            self._need_claim = self._need_claim or moved or due
+        moved = await self._sweep("due" if due else self._reason(now))
+        self._need_claim = self._need_claim or moved or due
 
-    async def _block(self) -> bool:
-        """Block on the wake list until a token (True), a timer or stop (False)."""
-        timeout = min(IDLE_BLOCK_S, self.until_timer())
-        if timeout <= _SLACK_S:  # too short to block on Redis for: wait it out here, then the timer is due
+    def _reason(self, now: float) -> str:
+        if self._swept_at is None:
+            return "start"
+        soon = _earliest(self._lease_at, self._trim_at)
+        if soon is not None and now + _SLACK_S >= soon:
+            return "lease" if soon == self._lease_at else "trim"
+        return "idle"
+
+    async def _block(self, free: int) -> Claimed | None:
+        """Block on the wake list with a claim behind it, until a token, the next sweep or stop; the
+        claim's answer, or None when nothing was claimed for certain (stop, or a timer too near)."""
+        await asyncio.sleep(0)  # the handlers of the jobs just claimed start before this block is sent
+        timeout = min(self.idle_cap_s, self.until_timer())
+        if timeout <= _SLACK_S or self._stopping.is_set():  # too short to block on Redis for: wait here
             await first_of([self._stopping.wait()], timeout)
-            return False
-        waker = await self._pickup()
-        if waker is None:
-            return False
-        pickup = asyncio.ensure_future(waker.wait_for_work(timeout))
-        await first_of([pickup, self._stopping.wait()], None)
-        if not pickup.done():  # stopping: the BLPOP was cancelled (its connection is dropped)
-            return False
-        if pickup.exception() is not None and self.bus.is_cluster:
-            await self.aclose()  # the slot may have moved: ask again which node owns it next time
-        return pickup.result()
+            return None
+        # From the check above to the task below nothing awaits: a stop after it cancels the block.
+        request = new_request()
+        keys, args = claim_call(self.bus, free, self.lease_ms, self.owner, request)
+        self._lost, self._lost_in_block = (request, free), True
+        self._blocked = asyncio.ensure_future(self._pickup.wait_and_claim(timeout, keys, args))
+        try:
+            reply = await self._blocked
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self._blocked.cancelled() and task is not None and not task.cancelling():
+                return None  # stopping: recover_lost asks whether that claim ran
+            raise
+        finally:
+            self._blocked = None
+        if reply is NOSCRIPT:  # the claim did not run: claim at once, the script loaded by the bus
+            self._lost = None
+            self._need_claim = True
+            return None
+        self._lost = None
+        claimed = claimed_from_reply(reply, request)
+        self._claimed(claimed)
+        return claimed
 
     async def _sweep(self, reason: str) -> bool:
-        """Run the sweep (``reason``: its timer, or a delayed job due); True if it moved jobs to lanes."""
-        report = await self.bus.sweep(lock_ms=self.sweep_lock_ms)
-        self._next_sweep_at = time.monotonic() + self.sweep_every_s
-        self._learn_due(self._from_server(report.next_due_ms, report.server_ms), replace=True)
+        """Run the sweep (``reason``: what was due); True if it moved jobs to lanes."""
+        report = await self.bus.sweep()
+        self._swept_at = time.monotonic()
+        self._due_at = self._local(report.next_due_ms, report.server_ms)
+        stuck = report.next_due_ms is not None and report.next_due_ms <= report.server_ms
+        if stuck and not report.promoted:  # due but not promotable now (its slot moving): not at once
+            self._due_at = self._swept_at + self.sweep_every_s
+        self._lease_at = self._local(report.next_lease_ms, report.server_ms, _PAST_S)
+        self._trim_at = self._local(report.next_trim_ms, report.server_ms, _PAST_S)
         level = logging.INFO if report.reclaimed or report.dead else logging.DEBUG
         emit(
             log,
@@ -239,9 +318,5 @@ class Fetcher:
             reclaimed=report.reclaimed,
             dead=report.dead,
             trimmed=report.trimmed,
-            locked_out=not report.swept,
         )
         return report.promoted > 0 or report.reclaimed > 0
-
-    def _note_due(self, claimed: Claimed) -> None:
-        self._learn_due(self._from_server(claimed.next_due_ms, claimed.server_ms), replace=True)

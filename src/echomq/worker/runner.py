@@ -35,11 +35,12 @@ __all__ = ["IDLE_COMMANDS_PER_MIN", "SWEEP_PERIOD_S", "Worker"]
 
 log = logging.getLogger("echomq.worker")
 
-# How often a worker sweeps (reclaims expired leases, promotes due delayed jobs). A killed worker's job is
-# claimable again at most lease + this period after its last renewal.
+# The shortest time between two of a worker's sweeps for leases and trims (see echomq.worker.fetcher): a
+# killed worker's job is claimable again at most lease + this period after its last renewal.
 SWEEP_PERIOD_S = 10.0
-# The documented ceiling of Redis commands a minute from one idle worker (the default settings send 13).
-IDLE_COMMANDS_PER_MIN = 20
+# The documented ceiling of Redis commands a minute from one idle worker, counting those its scripts run
+# (the default settings send 15 per 10 min, see echomq.worker.fetcher).
+IDLE_COMMANDS_PER_MIN = 2
 
 # Claim sizing: a worker claims for its free slots when at least this fraction of them is free, or when
 # no complete is on its way to Redis (the slots still taken are the handlers', however long they run).

@@ -1,0 +1,171 @@
+"""Pickup latency at idle and the idle cost of a worker, each on a redis-server of its own.
+
+Run alone with ``.venv/bin/python -m bench.pickup`` (it prints one table); ``make bench`` calls
+:func:`measure` and puts its rows in the whole table.
+
+* **Pickup latency at idle**: one worker process (concurrency 1, handler ``bench.handlers:stamp``) blocks
+  on the wake list; the benchmark enqueues one job at a time through the public API, after a pause that
+  lets the worker block again, and reads back the wall-clock time at which the handler started. Latency is
+  that time minus the time just before the enqueue was called: the producer's call, the token, the
+  claim, and the dispatch to the handler. It is printed next to the PING round trip of a blocking client
+  in the same run (the floor under any pickup), as values and as ratios.
+* **Idle cost**: one worker with nothing to do, every command the server runs counted from ``INFO
+  commandstats``, which includes those Lua scripts run inside themselves. An idle worker's cost comes in
+  blocks of :data:`~echomq.worker.fetcher.IDLE_CAP_S` (600 s), too long to wait for several, so the
+  worker here runs with a short cap (``--idle-cap``), the commands of each block are counted over several
+  blocks, and the figure is that count per block times the blocks a minute at the default cap. What a
+  block does does not depend on its length (one BLPOP, the claim behind it, one sweep).
+
+On a shared machine the latencies move with the load of other processes: judge them by the ratio to
+the PING of the same run, and repeat a run before believing a change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+
+from bench.processes import stop
+from bench.report import Figure, table
+from echomq import Bus, Worker, ids
+from echomq.testing.server import RedisProcess
+from echomq.worker.fetcher import IDLE_CAP_S
+from echomq.worker.runner import IDLE_COMMANDS_PER_MIN
+
+ROOT = Path(__file__).resolve().parent.parent
+PAUSE_S = 0.02  # between two samples: the worker finishes, claims nothing more and blocks again
+
+
+def _pct(values: list[float], p: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def ping_roundtrip(client: redis.Redis, samples: int = 2000) -> tuple[float, float]:
+    """PING round trips of a blocking client in ms (p50, p99)."""
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter_ns()
+        client.ping()
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    return _pct(times, 50), _pct(times, 99)
+
+
+def _worker(url: str, tag: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, REDIS_URL=url, PYTHONPATH=str(ROOT))
+    argv = [sys.executable, "-m", "echomq.cli", "worker", "bench.handlers:stamp", "--tag", tag]
+    argv += ["--concurrency", "1"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def _result(bus: Bus, job: str) -> bytes:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        row = await bus.redis.hmget(bus.keys.job(job), "state", "result")
+        if row[0] == b"done":
+            return row[1]  # type: ignore[no-any-return]
+        await asyncio.sleep(0.002)
+    raise RuntimeError(f"{job} was not done in 30 s")
+
+
+async def pickup_latencies(url: str, tag: str, samples: int) -> list[float]:
+    """Enqueue → the idle worker's handler starts, in ms, ``samples`` times (one worker process)."""
+    proc = _worker(url, tag)
+    bus = Bus.from_url(url, tag=tag)
+    latencies = []
+    try:
+        for _ in range(3):  # warm-up: the worker is up, its scripts loaded, its connections open
+            warm = ids.mint("JOB")
+            await bus.enqueue(warm, lane="warm", payload=b"")
+            await _result(bus, warm)
+        for _ in range(samples):
+            await asyncio.sleep(PAUSE_S)  # the worker goes idle and blocks again
+            job = ids.mint("JOB")
+            t0 = time.time_ns()
+            await bus.enqueue(job, lane="lat", payload=b"")
+            await asyncio.sleep(PAUSE_S / 4)  # no polling while the worker picks it up
+            latencies.append((int(await _result(bus, job)) - t0) / 1e6)
+    finally:
+        stop([proc])
+        await bus.aclose()
+    return latencies
+
+
+async def _noop(job: object) -> None:
+    """The idle worker's handler: it never runs."""
+
+
+def _calls(client: redis.Redis) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
+
+
+async def idle_commands_per_block(cap_s: float, blocks: int) -> float:
+    """Commands (scripts' inner commands included) per idle block of one worker, on a server of its own."""
+    with RedisProcess(appendonly=False) as server:
+        client = redis.Redis(port=server.port)
+        async with Bus.from_url(server.url, tag="idle") as bus:
+            worker = Worker(bus, _noop)
+            worker.fetcher.idle_cap_s = cap_s
+            task = asyncio.create_task(worker.run())
+            await asyncio.sleep(cap_s * 1.5)  # start-up (a sweep, a claim) is not idle
+            before = _calls(client)
+            await asyncio.sleep(cap_s * blocks)
+            after = _calls(client)
+            worker.stop()
+            await task
+        client.close()
+    delta = {name: after[name] - before.get(name, 0) for name in after}
+    delta.pop("info", None)
+    return sum(delta.values()) / max(1, delta.get("blpop", 0))
+
+
+def measure(samples: int = 300, idle_cap_s: float = 1.0, idle_blocks: int = 6) -> list[Figure]:
+    """Pickup p50/p99 (values and ratios to PING in the same run) and idle commands a minute."""
+    with RedisProcess(appendonly=False) as server:
+        client = redis.Redis.from_url(server.url)
+        ping50, ping99 = ping_roundtrip(client)
+        latencies = asyncio.run(pickup_latencies(server.url, "pickup", samples))
+        client.close()
+    lat50, lat99 = _pct(latencies, 50), _pct(latencies, 99)
+    per_block = asyncio.run(idle_commands_per_block(idle_cap_s, idle_blocks))
+    per_minute = per_block * 60 / IDLE_CAP_S
+    lower = "lower"
+    return [
+        Figure("pickup latency at idle, p50", lat50, "ms", ping50, "PING p50", 0.6, "value", lower),
+        Figure("pickup latency at idle, p99", lat99, "ms", ping99, "PING p99", 1.0, "value", lower),
+        Figure("pickup p50 / PING p50", lat50, "ms", ping50, "PING p50, same run", 6.0, "ratio", lower),
+        Figure("pickup p99 / PING p99", lat99, "ms", ping99, "PING p99, same run", 6.0, "ratio", lower),
+        Figure(
+            "idle Redis commands / min / worker (scripts' commands counted)",
+            per_minute,
+            "cmd/min",
+            per_block,
+            f"commands per idle block, one block per {IDLE_CAP_S:g} s",
+            float(IDLE_COMMANDS_PER_MIN),
+            "value",
+            lower,
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--samples", type=int, default=300, help="pickup latency samples")
+    parser.add_argument("--idle-cap", type=float, default=1.0, help="the idle worker's cap, seconds")
+    parser.add_argument("--idle-blocks", type=int, default=6, help="idle blocks counted")
+    args = parser.parse_args()
+    figures = measure(args.samples, args.idle_cap, args.idle_blocks)
+    print(f"\nEchoMQ pickup and idle cost · {os.cpu_count()} cores · {args.samples} samples\n")
+    print(table(figures))
+
+
+if __name__ == "__main__":
+    main()
