@@ -29,7 +29,7 @@ from pathlib import Path
 import redis
 
 from bench.processes import stop
-from bench.queue import enqueue_batched, limit_drain
+from bench.queue import claim_span_ms, enqueue_batched, limit_drain
 from bench.report import Figure, table
 from echomq import Bus
 from echomq.keyspace import Keyspace
@@ -68,17 +68,7 @@ def _worker(url: str, tag: str, concurrency: int) -> subprocess.Popen[bytes]:
 
 def _span_s(client: redis.Redis, keys: Keyspace) -> float:
     """First claim to last finish over the done rows, in seconds of the server clock."""
-    first, last = None, 0
-    members = [m.decode() for m in client.zrange(keys.done, 0, -1)]
-    for i in range(0, len(members), _PAGE):
-        pipe = client.pipeline(transaction=False)
-        for job in members[i : i + _PAGE]:
-            pipe.hmget(keys.job(job), "claimed_at", "finished")
-        for claimed, finished in pipe.execute():
-            first = int(claimed) if first is None else min(first, int(claimed))
-            last = max(last, int(finished))
-    if first is None:
-        raise RuntimeError("no job was finished")
+    first, last = claim_span_ms(client, keys)
     return max(0.001, (last - first) / 1000)
 
 

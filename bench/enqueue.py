@@ -21,7 +21,7 @@ from typing import Any
 
 import redis
 
-from bench.queue import PIPELINE, _new_jobs
+from bench.queue import PIPELINE, new_jobs
 from bench.report import Figure, table
 from echomq import Bus, NewJob, SyncBus, jobs
 from echomq.scripts import SyncScripts
@@ -65,8 +65,8 @@ class Producers:
         self.loop = asyncio.new_event_loop()
         self.bus = Bus.from_url(url, tag="enq-async")
         for warm in (self.sync.enqueue_many, self.raw_bus.enqueue_many):
-            warm(_new_jobs(1))  # connected and the script loaded before any clock starts
-        self.loop.run_until_complete(self.bus.enqueue_many(_new_jobs(1)))
+            warm(new_jobs(1))  # connected and the script loaded before any clock starts
+        self.loop.run_until_complete(self.bus.enqueue_many(new_jobs(1)))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.bus.aclose())
@@ -128,7 +128,7 @@ def clocks(url: str, count: int) -> dict[str, Clock]:
         for kinds, size, turns in ((SINGLE, TURN, count // TURN), (BULK, PIPELINE, 4 * count // PIPELINE)):
             for turn in range(max(1, turns)):
                 for kind in kinds[turn % 3 :] + kinds[: turn % 3]:
-                    batch = _new_jobs(size)
+                    batch = new_jobs(size)
                     out[kind].time(size, work[kind](batch))
     finally:
         producers.close()

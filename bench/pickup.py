@@ -29,12 +29,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import redis
 
 from bench.processes import stop
 from bench.report import Figure, table
-from echomq import Bus, Worker, ids
+from echomq import Bus, JobState, Worker, ids
 from echomq.testing.server import RedisProcess
 from echomq.worker.fetcher import IDLE_CAP_S
 from echomq.worker.runner import IDLE_COMMANDS_PER_MIN
@@ -68,9 +69,9 @@ def _worker(url: str, tag: str) -> subprocess.Popen[bytes]:
 async def _result(bus: Bus, job: str) -> bytes:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        row = await bus.redis.hmget(bus.keys.job(job), "state", "result")
-        if row[0] == b"done":
-            return row[1]  # type: ignore[no-any-return]
+        info = await bus.inspect(job)
+        if info.state is JobState.DONE and info.result is not None:
+            return info.result
         await asyncio.sleep(0.002)
     raise RuntimeError(f"{job} was not done in 30 s")
 
@@ -137,7 +138,7 @@ def measure(samples: int = 300, idle_cap_s: float = 1.0, idle_blocks: int = 6) -
     lat50, lat99 = _pct(latencies, 50), _pct(latencies, 99)
     per_block = asyncio.run(idle_commands_per_block(idle_cap_s, idle_blocks))
     per_minute = per_block * 60 / IDLE_CAP_S
-    lower = "lower"
+    lower: Literal["lower"] = "lower"
     return [
         Figure("pickup latency at idle, p50", lat50, "ms", ping50, "PING p50", 0.6, "value", lower),
         Figure("pickup latency at idle, p99", lat99, "ms", ping99, "PING p99", 1.0, "value", lower),

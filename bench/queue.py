@@ -24,7 +24,7 @@ import redis
 
 from bench.processes import stop
 from bench.report import Figure, Part, table
-from echomq import Bus, JobState, NewJob, finish, ids, jobs, lanes
+from echomq import Bus, JobState, NewJob, finish, ids, jobs, lanes, rows
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
 from echomq.testing.server import RedisProcess
@@ -160,7 +160,7 @@ def claim_span_ms(client: redis.Redis, keys: Keyspace) -> tuple[int, int]:
     for i in range(0, len(members), PIPELINE):
         pipe = client.pipeline(transaction=False)
         for job in members[i : i + PIPELINE]:
-            pipe.hmget(keys.job(job), "c", "f")  # claimed_at, finished (echomq.rows)
+            pipe.hmget(keys.job(job), rows.CLAIMED_AT, rows.FINISHED)
         for claimed, finished in pipe.execute():
             first = int(claimed) if first is None else min(first, int(claimed))
             last = max(last, int(finished))
