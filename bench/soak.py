@@ -5,7 +5,7 @@ worker process (``python -m bench.soak --worker``: :class:`echomq.Worker` on a b
 so each finished row is trimmed to its tombstone by the next finishes, and the dedup window the default
 24 h, so every tombstone stays) drains what the bench enqueues in bulk at full speed, in chunks. After
 each chunk the bench waits for the drain, sweeps, lets the claim records (kept one lease) expire, and
-reads ``used_memory`` and the tombstones: the job rows left (:func:`count_keys`).
+reads ``used_memory`` and the tombstones: the tombstones left (fields of the shared tombstone hashes) and any whole row.
 
 Trims keep up when the memory after the soak equals the memory before it plus the tombstones still
 inside the dedup window, each at the size measured after the first chunk:
@@ -103,8 +103,10 @@ async def _checkpoint(
     await asyncio.sleep(LEASE_MS / 1000 + 0.3)
     keys = Keyspace(TAG)
     claims = count_keys(client, f"{keys.prefix}claim:*")  # purges the expired ones
-    rows = count_keys(client, f"{keys.prefix}job:*")
-    whole = int(client.zcard(keys.done))
+    # A trimmed job leaves its row: its tombstone is a field of a shared hash (Keyspace.tombstone).
+    tombstones = sum(int(client.hlen(key)) for key in client.scan_iter(match=f"{keys.prefix}tomb:*"))
+    whole = count_keys(client, f"{keys.prefix}job:*") + int(client.zcard(keys.done))
+    rows = tombstones + whole
     memory = used_memory(client)
     return {"finished": finished, "used_memory": memory, "rows": rows, "whole": whole, "claims": claims}
 
