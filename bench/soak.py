@@ -5,7 +5,8 @@ worker process (``python -m bench.soak --worker``: :class:`echomq.Worker` on a b
 so each finished row is trimmed to its tombstone by the next finishes, and the dedup window the default
 24 h, so every tombstone stays) drains what the bench enqueues in bulk at full speed, in chunks. After
 each chunk the bench waits for the drain, sweeps, lets the claim records (kept one lease) expire, and
-reads ``used_memory`` and the tombstones: the tombstones left (fields of the shared tombstone hashes) and any whole row.
+reads ``used_memory`` and the tombstones left (fields of the shared tombstone hashes) and any whole
+row.
 
 Trims keep up when the memory after the soak equals the memory before it plus the tombstones still
 inside the dedup window, each at the size measured after the first chunk:
