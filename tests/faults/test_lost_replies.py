@@ -24,6 +24,7 @@ from redis.backoff import NoBackoff
 
 from echomq import Admission, Bus, Failure, Finish, Job, NewJob, RedisUnavailable, Release, Worker, ids
 from echomq.scripts import KEY_COUNTS, source
+from echomq.testing.proxy import Proxy
 from echomq.testing.server import RedisProcess
 from tests.support.pausing import (
     pause,
@@ -180,25 +181,14 @@ async def test_a_worker_whose_claim_reply_is_lost_runs_the_job_and_dead_letters_
     """A worker's claim in flight across a pause (retried by redis-py, or after RedisUnavailable by the
     worker with the same request id): the max_attempts=1 job runs in a handler and completes; it is
     never dead-lettered by its lease running out."""
-    ran: list[str] = []
-
-    async def handler(job: Job) -> bytes:
-        ran.append(job.id)
-        return b"ran"
-
     async with bus_on(server, retries=retries) as plain:
         bus = PausingBus(plain, server, PAUSE_S)
-        worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=0.5)
         with caplog.at_level(logging.DEBUG, logger="echomq"):
-            async with running(worker):
-                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
-                bus.armed = True
-                job = await _one_job(bus)  # its wake token starts the claim that the pause catches
-                await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
+            (first, job), ran = await _one_job_through_a_worker(server, bus, sweep_every_s=0.5)
         info = await bus.inspect(job)
         assert (info.state.value, info.error, info.tries) == ("done", None, 1)
         assert bus.fired
-        assert ran == [job]
+        assert ran == [first, job]
         assert await bus.dead_jobs() == []
         assert counters(server, bus).get("replayed", 0) >= 1  # the lost claim's job, handed out again
         if retries == 0:
@@ -206,23 +196,38 @@ async def test_a_worker_whose_claim_reply_is_lost_runs_the_job_and_dead_letters_
 
 
 async def _one_job_through_a_worker(
-    server: RedisProcess, bus: PausingBus, *, sweep_every_s: float
-) -> tuple[str, list[str]]:
-    """A worker (one slot, 3 s leases) idle on ``bus``; the bus armed, one max_attempts=1 job enqueued
-    (its claim meets the bus's fault) and waited for until done or dead: the job and the ids handled."""
+    server: RedisProcess, bus: PausingBus, *, sweep_every_s: float, delayed_ms: int = 0
+) -> tuple[tuple[str, str], list[str]]:
+    """A worker (one slot, 3 s leases) on ``bus`` busy with a first job; the bus armed, a max_attempts=1
+    job enqueued behind it, the first released: the worker's next claim (a claim call of its own, not
+    the one an idle worker sends behind its BLPOP) meets the bus's fault. Waits until the second job is
+    done or dead: (the first job, the second job) and the ids handled, in order. With ``delayed_ms``, a job
+    due that long after the start waits in delayed first (the worker learns its due time and sweeps then),
+    and the first job is released just before that due time."""
     ran: list[str] = []
+    gate = asyncio.Event()
 
     async def handler(job: Job) -> bytes:
         ran.append(job.id)
+        if len(ran) == 1:
+            await gate.wait()  # the slot stays busy until the second job waits in its lane
         return b"ran"
 
     worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=sweep_every_s)
     async with running(worker):
         await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+        due_at = time.monotonic() + delayed_ms / 1000
+        if delayed_ms:
+            await bus.enqueue(ids.mint("JOB"), lane="D", payload=b"d", delay_ms=delayed_ms)
+        first = await _one_job(bus)
+        await eventually(lambda: ran == [first], 10, "the first job's handler started")
         bus.armed = True
         job = await _one_job(bus)
+        if delayed_ms:  # the delayed job falls due just after the claim's fault, before its retry
+            await asyncio.sleep(max(0.0, due_at - 0.1 - time.monotonic()))
+        gate.set()  # the slot frees: the worker claims the second job, and the fault catches that claim
         await eventually(lambda: _done_or_dead(bus, job), 60, "the job finished")
-    return job, ran
+    return (first, job), ran
 
 
 class OutageBus(PausingBus):
@@ -249,12 +254,12 @@ async def test_a_worker_asks_again_for_a_lost_claim_within_the_lease_however_lon
     async with bus_on(server, retries=0) as plain:
         bus = OutageBus(plain, server, 1.0, failures=3)
         with caplog.at_level(logging.DEBUG, logger="echomq"):
-            job, ran = await _one_job_through_a_worker(server, bus, sweep_every_s=60)
+            (first, job), ran = await _one_job_through_a_worker(server, bus, sweep_every_s=60)
         assert (bus.fired, bus.failures) == (True, 0)
         assert len(_events(caplog, "worker.redis_error")) >= 4  # the lost claim and the three failures
         info = await bus.inspect(job)
         assert (info.state.value, info.tries) == ("done", 1)
-        assert ran == [job]
+        assert ran == [first, job]
         assert counters(server, bus).get("replayed", 0) >= 1
 
 
@@ -284,19 +289,22 @@ class SweepOutageBus(PausingBus):
 @pytest.mark.slow
 async def test_a_worker_asks_again_for_a_lost_claim_before_it_sweeps(server, caplog):
     """The claim's reply is lost in a pause, and every sweep fails for longer than the job's lease (3 s);
-    the sweep period (0.3 s) is shorter than the pause between tries, so a sweep is due at each one. The
+    a delayed job falls due during that outage, so a sweep is due at each try (a worker sweeps when a
+    due time, a lease deadline or a trim comes, never on a bare period). The
     worker asks for the lost claim before it sweeps: it gets the job, runs it and completes it. Sweeping
     first, each failed sweep would keep the claim from being asked again, and the first sweep to land
     would find the lease run out and dead-letter the max_attempts=1 job unrun."""
     async with bus_on(server, retries=0) as plain:
         bus = SweepOutageBus(plain, server, 1.0, seconds_out=5.0)
         with caplog.at_level(logging.DEBUG, logger="echomq"):
-            job, ran = await _one_job_through_a_worker(server, bus, sweep_every_s=0.3)
+            (first, job), ran = await _one_job_through_a_worker(
+                server, bus, sweep_every_s=0.3, delayed_ms=1_500
+            )
         assert bus.fired
         assert bus.sweeps_failed >= 1
         info = await bus.inspect(job)
         assert (info.state.value, info.tries, info.error) == ("done", 1, None)
-        assert ran == [job]
+        assert ran[:2] == [first, job]
         assert counters(server, bus).get("replayed", 0) >= 1
 
 
@@ -305,8 +313,14 @@ async def test_a_worker_stopping_with_a_claim_unanswered_releases_its_jobs(serve
     """A worker stopped after its claim's reply was lost leaves no job active: the claim's job is back in
     its lane with the try not counted (released), never stranded for a lease."""
     release = asyncio.Event()
+    ran: list[str] = []
+    gate = asyncio.Event()
 
     async def handler(job: Job) -> bytes:
+        ran.append(job.id)
+        if len(ran) == 1:
+            await gate.wait()  # a first job keeps the one slot busy, so the next claim is a call of its own
+            return b"ran"
         await release.wait()  # if the worker's retry got the job first, shutdown releases it
         return b"ran"
 
@@ -317,11 +331,14 @@ async def test_a_worker_stopping_with_a_claim_unanswered_releases_its_jobs(serve
             task = asyncio.create_task(worker.run())
             try:
                 await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+                first = await _one_job(bus)
+                await eventually(lambda: ran == [first], 10, "the first job's handler started")
                 bus.armed = True
                 job = await _one_job(bus)
+                gate.set()
                 await eventually(lambda: _events(caplog, "worker.redis_error"), 10, "the claim failed")
                 signal_server(server, signal.SIGCONT)
-                await eventually(lambda: counters(server, bus).get("claimed") == 1, 10, "the claim ran")
+                await eventually(lambda: counters(server, bus).get("claimed") == 2, 10, "the claim ran")
             finally:
                 worker.stop()
                 await asyncio.wait_for(task, 30)
@@ -353,3 +370,32 @@ async def test_a_batch_enqueue_cut_off_by_a_pause_gives_its_connection_back(serv
         admissions = await bus.enqueue_many(batch)  # the pool's one connection is free again
         assert admissions == [Admission.ADMITTED] * 3
         assert [(await bus.inspect(job.job)).state.value for job in batch] == ["queued"] * 3
+
+
+async def test_an_idle_workers_claim_sent_behind_its_blpop_with_its_reply_lost_runs_the_job_once(server):
+    """An idle worker's claim waits in Redis behind its BLPOP and runs the moment a token arrives; here its
+    reply is swallowed (a partition: the proxy forwards nothing), then the link is cut. The worker asks
+    again with the same request id, is handed the job under the try that claim spent, and runs it once:
+    the max_attempts=1 job is done, not dead-lettered by its lease running out."""
+    ran: list[str] = []
+
+    async def handler(job: Job) -> bytes:
+        ran.append(job.id)
+        return b"ran"
+
+    tag = f"pickup{os.getpid()}"
+    with Proxy(server.port) as proxy:
+        async with Bus.from_url(proxy.url, tag=tag) as bus, Bus.from_url(server.url, tag=tag) as direct:
+            worker = Worker(bus, handler, concurrency=1, lease_ms=3_000, sweep_every_s=0.5)
+            async with running(worker):
+                await eventually(lambda: _blocked(server), 10, "the idle worker blocked on its wake list")
+                proxy.cut("blackhole")
+                job = await _one_job(direct)  # its token wakes the BLPOP; the claim behind it runs
+                await eventually(lambda: counters(server, direct).get("claimed") == 1, 10, "the claim ran")
+                proxy.restore()  # the swallowed reply is gone; the held connections are closed
+                await eventually(lambda: _done_or_dead(direct, job), 30, "the job finished")
+            info = await direct.inspect(job)
+    assert (info.state.value, info.tries, info.error) == ("done", 1, None)
+    assert ran == [job]
+    assert counters(server, direct).get("replayed", 0) >= 1
+    assert await direct.dead_jobs() == []
