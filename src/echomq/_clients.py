@@ -23,6 +23,7 @@ cluster client discovers the cluster when it is made, so make it where waiting o
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import redis
@@ -62,6 +63,32 @@ _PORTABLE = (
 
 # What a cluster client's connections share besides the address (a cluster has no database and no sockets).
 _CLUSTER_PORTABLE = tuple(key for key in _PORTABLE if key not in ("host", "port", "path", "db"))
+
+
+# A connection without a socket timeout (the blocking pickup's: it blocks up to the idle cap) would never
+# learn that a link died silently (a partition that drops packets and sends no reset). Unless the
+# application chose its own, such a connection keeps TCP keepalive on: a dead link is found after about
+# KEEPALIVE_IDLE_S + KEEPALIVE_PROBES * KEEPALIVE_INTERVAL_S (a minute), the block fails, and the worker
+# reconnects and claims again (its pickup's claim is asked again by request id).
+KEEPALIVE_IDLE_S = 30
+KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_PROBES = 3
+
+
+def _keepalive(options: dict[str, Any], socket_timeout: float | None) -> dict[str, Any]:
+    """``options`` with TCP keepalive on when ``socket_timeout`` is None and the application set none."""
+    if socket_timeout is not None or options.get("socket_keepalive"):
+        return options
+    tuning = {
+        getattr(socket, name): value
+        for name, value in (
+            ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
+            ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_S),
+            ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+        )
+        if hasattr(socket, name)
+    }
+    return {**options, "socket_keepalive": True, "socket_keepalive_options": tuning}
 
 
 def _options(client: object) -> tuple[redis.asyncio.ConnectionPool, dict[str, Any]]:
@@ -135,7 +162,7 @@ def async_twin(
         connection_class=pool.connection_class,
         socket_timeout=socket_timeout,
         decode_responses=False,
-        **options,
+        **_keepalive(options, socket_timeout),
     )
     return redis.asyncio.Redis.from_pool(twin)  # owns its pool: closing it closes its connections
 
@@ -156,5 +183,9 @@ async def node_twin(
         raise redis.exceptions.RedisClusterException(f"no cluster node owns the slot of {key}")
     _, options = _cluster_options(client)
     return redis.asyncio.Redis(
-        host=node.host, port=int(node.port), socket_timeout=socket_timeout, decode_responses=False, **options
+        host=node.host,
+        port=int(node.port),
+        socket_timeout=socket_timeout,
+        decode_responses=False,
+        **_keepalive(options, socket_timeout),
     )
