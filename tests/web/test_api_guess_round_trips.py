@@ -16,6 +16,7 @@ import redis
 from codemojex.guesses import request_digest
 from codemojex.keys import GameKeys
 from codemojex.payload import encode_payload
+from echomq import rows
 from echomq.keyspace import Keyspace
 from tests.support.web import FRUIT, OPERATOR, Served, open_round
 
@@ -112,6 +113,7 @@ def test_the_one_call_admits_what_submit_would(served, join, sync_redis, tag):
     assert reply.status_code == 202, reply.text
     admitted = ["🍎", "🍌", FRUIT[7], "🍒", "🥝", "🍑"]
     assert reply.json()["guess"] == admitted
-    row = sync_redis.hgetall(Keyspace(tag).job(reply.json()["job_id"]))
-    assert row[b"payload"] == encode_payload(round_id, ada_id, admitted)
-    assert row[b"digest"].decode() == request_digest(round_id, ada_id, typed)
+    row = rows.decode(sync_redis.hgetall(Keyspace(tag).job(reply.json()["job_id"])))
+    assert row["payload"] == encode_payload(round_id, ada_id, admitted)
+    # the row keeps the request digest's first 8 bytes (echomq.rows: the admission digest)
+    assert row["digest"] == bytes.fromhex(request_digest(round_id, ada_id, typed))[:8]

@@ -47,6 +47,9 @@ A lost wake token: a token is popped only by a BLPOP whose claim Redis runs righ
 is not lost with a dropped connection; its claim's reply is (its jobs wait out their lease, then the
 sweep of a watching worker returns them, as above). A token popped some other way (an older worker, a
 client of another kind) delays a queued job by at most :data:`IDLE_CAP_S`: every block ends in a claim.
+A worker frozen while it blocks (SIGSTOP, a stalled host) still has its claim waiting in Redis: the next
+job to arrive is claimed by it and waits out its lease before the sweep hands it to another worker, as
+if the worker had frozen just after claiming it (one claim's batch at most, then nothing more).
 A block has no socket timeout (it lasts up to :data:`IDLE_CAP_S`), so its connection keeps TCP keepalive
 on unless the application set its own (``echomq._clients``): a link that dies silently, dropping packets
 with no reset, is found within about a minute, the block fails and the worker connects and claims again.
