@@ -34,6 +34,7 @@ from typing import Literal
 import redis
 
 from bench.processes import stop
+from bench.queue import _pct, limit_roundtrip
 from bench.report import Figure, table
 from echomq import Bus, JobState, Worker, ids
 from echomq.testing.server import RedisProcess
@@ -42,21 +43,6 @@ from echomq.worker.runner import IDLE_COMMANDS_PER_MIN
 
 ROOT = Path(__file__).resolve().parent.parent
 PAUSE_S = 0.02  # between two samples: the worker finishes, claims nothing more and blocks again
-
-
-def _pct(values: list[float], p: int) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
-def ping_roundtrip(client: redis.Redis, samples: int = 2000) -> tuple[float, float]:
-    """PING round trips of a blocking client in ms (p50, p99)."""
-    times = []
-    for _ in range(samples):
-        t0 = time.perf_counter_ns()
-        client.ping()
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-    return _pct(times, 50), _pct(times, 99)
 
 
 def _worker(url: str, tag: str) -> subprocess.Popen[bytes]:
@@ -132,7 +118,7 @@ def measure(samples: int = 300, idle_cap_s: float = 1.0, idle_blocks: int = 6) -
     """Pickup p50/p99 (values and ratios to PING in the same run) and idle commands a minute."""
     with RedisProcess(appendonly=False) as server:
         client = redis.Redis.from_url(server.url)
-        ping50, ping99 = ping_roundtrip(client)
+        ping50, ping99 = limit_roundtrip(client)
         latencies = asyncio.run(pickup_latencies(server.url, "pickup", samples))
         client.close()
     lat50, lat99 = _pct(latencies, 50), _pct(latencies, 99)
