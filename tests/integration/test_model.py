@@ -114,7 +114,9 @@ class Model:
             self.to_lane(job)
 
     def ended_as(self, claim: Claim) -> str | None:
-        return dict(self.jobs[claim.job].ended).get(claim.token)
+        """How this claim ended the job, while the row keeps its ``ended`` words (a tombstone keeps none)."""
+        job = self.jobs[claim.job]
+        return None if job.trimmed else dict(job.ended).get(claim.token)
 
     def end(self, job: ModelJob, how: str) -> None:
         job.ended = [(job.attempts, how), *job.ended][:ENDED_KEPT]
