@@ -164,6 +164,7 @@ async def _migrate(bus: Bus, traffic: Traffic, migration: SlotMigration, order) 
 
 
 @pytest.mark.slow
+@pytest.mark.redis_build
 @pytest.mark.timeout(300)  # about 130 reshard steps, each with a round of calls that TRYAGAIN may delay
 async def test_a_slot_moved_key_by_key_there_and_back_leaves_every_job_in_one_place(cluster):
     """While the bus's slot moves to another master and back, one MIGRATE at a time and in the orders
@@ -210,6 +211,7 @@ async def test_a_slot_moved_key_by_key_there_and_back_leaves_every_job_in_one_pl
 
 
 @pytest.mark.slow
+@pytest.mark.redis_build
 @pytest.mark.timeout(120)
 async def test_a_claim_while_the_slot_moves_keeps_no_record_so_its_retry_claims_anew(cluster):
     """Mid-move, a claim whose record key is on no node here claims but records nothing ('unrecorded'):

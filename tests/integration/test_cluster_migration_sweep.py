@@ -31,7 +31,7 @@ EXPIRE_S = 0.5
 LANE, KEEP = "PLRa", "PLRk"  # the victim's lane, and a lane that stays queued (the ring never empties)
 _serial = itertools.count()
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.redis_build, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
