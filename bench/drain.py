@@ -30,7 +30,7 @@ import redis
 
 from bench.processes import stop
 from bench.queue import claim_span_ms, enqueue_batched, limit_drain
-from bench.report import Figure, table
+from bench.report import Figure, Part, table
 from echomq import Bus
 from echomq.keyspace import Keyspace
 from echomq.testing.server import RedisProcess
@@ -170,6 +170,20 @@ def measure(
 def curve(figures: list[Figure]) -> list[tuple[int, float]]:
     """The drain-against-concurrency points of :func:`measure`'s figures: (concurrency, jobs/s)."""
     return [(int(f.name.removeprefix(_CURVE)), f.value) for f in figures if f.name.startswith(_CURVE)]
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
+    parser.add_argument("--drain-jobs", type=int, default=2000 if quick else 20_000)
+    parser.add_argument(
+        "--drain-repeat", type=int, default=1 if quick else 3, help="runs per figure (median)"
+    )
+
+
+def bench_part(args: argparse.Namespace) -> Part:
+    with RedisProcess(appendonly=True, appendfsync="everysec") as server:
+        figures = measure(server.url, args.drain_jobs, repeat=args.drain_repeat)
+    info = {"jobs": args.drain_jobs, "repeat": args.drain_repeat, "concurrency": CONCURRENCY}
+    return Part(figures, drain=[(float(c), rate) for c, rate in curve(figures)], info=info)
 
 
 def main() -> None:

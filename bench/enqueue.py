@@ -22,7 +22,7 @@ from typing import Any
 import redis
 
 from bench.queue import PIPELINE, new_jobs
-from bench.report import Figure, table
+from bench.report import Figure, Part, table
 from echomq import Bus, NewJob, SyncBus, jobs
 from echomq.scripts import SyncScripts
 from echomq.testing.server import RedisProcess
@@ -189,6 +189,17 @@ def measure(url: str, count: int) -> list[Figure]:
             )
         )
     return figures
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
+    parser.add_argument(
+        "--enqueue-jobs", type=int, default=1000 if quick else 5000, help="one by one per kind (bulk: 4x)"
+    )
+
+
+def bench_part(args: argparse.Namespace) -> Part:
+    with RedisProcess(appendonly=True, appendfsync="everysec") as server:
+        return Part(measure(server.url, args.enqueue_jobs), info={"jobs": args.enqueue_jobs})
 
 
 def main() -> None:

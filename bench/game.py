@@ -39,6 +39,7 @@ import redis.asyncio
 from redis.asyncio import Redis as AsyncRedis
 
 from bench.processes import stop
+from bench.report import percentile
 from codemojex import players as game_players
 from codemojex import rounds, score_worker, wallet
 from codemojex.engine import score
@@ -60,11 +61,6 @@ SETTINGS = GameSettings(max_queued=1_000_000)
 WAKE_CAP = Settings().wake_cap  # the bus settings a Game.from_url has
 # One table row: (figure, value, limit, how the limit was measured), as in bench/queue.py.
 Row = tuple[str, float, float, str]
-
-
-def _pct(values: list[float], p: int) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 # --- set-up: one round and its players on a bus tag of its own --------------------------------------
@@ -221,7 +217,7 @@ def limit_latency(client: redis.Redis, a: Arena, samples: int) -> tuple[float, f
         times.append((time.perf_counter_ns() - t0) / 1e6)
         if int(reply[0]) != 1:
             raise RuntimeError(f"score.lua answered {reply!r}")
-    return _pct(times, 50), _pct(times, 99)
+    return percentile(times, 50), percentile(times, 99)
 
 
 # --- Codemojex ----------------------------------------------------------------------------------------
@@ -418,7 +414,7 @@ async def latency(a: Arena, samples: int, concurrency: int, logs: Path) -> tuple
             _check_alive([proc], log)
     finally:
         stop([proc])
-    return _pct(times, 50), _pct(times, 99)
+    return percentile(times, 50), percentile(times, 99)
 
 
 # --- the game section -----------------------------------------------------------------------------

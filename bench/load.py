@@ -41,7 +41,7 @@ import redis
 
 from bench.game import _request, _response, arena, limit_submit
 from bench.processes import stop
-from bench.report import Figure, table
+from bench.report import Figure, Part, percentile, table
 from codemojex import rounds, wallet
 from codemojex.game import Game, GameSettings
 from codemojex.keys import GameKeys, guess_of
@@ -83,13 +83,6 @@ class Load:
         """The highest offered rate with p99 within the target and no error."""
         good = [p.rate for p in self.points if p.p99 <= TARGET_P99_MS and p.errors == 0]
         return max(good) if good else None
-
-
-def _pct(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def _cpu_s(pid: int) -> float:
@@ -285,13 +278,13 @@ def phase(client: redis.Redis, keys: GameKeys, port: int, requests: list[bytes],
     errors = len(results) - len(latencies)
     return Point(
         rate,
-        _pct(latencies, 50),
-        _pct(latencies, 99),
+        percentile(latencies, 50),
+        percentile(latencies, 99),
         max(latencies, default=float("nan")),
         errors,
         len(results),
-        _pct(replies, 50),
-        _pct(replies, 99),
+        percentile(replies, 50),
+        percentile(replies, 99),
         achieved,
     )
 
@@ -396,6 +389,20 @@ def print_load(load: Load) -> None:
         f"{info['host_cpu_us_per_guess']:,.0f} µs host CPU and {info['commands_per_guess']:.1f} Redis "
         "commands (scripts' included) per guess)"
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
+    parser.add_argument(
+        "--load-seconds", type=float, default=5.0 if quick else 30.0, help="each rate's phase"
+    )
+    parser.add_argument("--load-fill", type=int, default=1000 if quick else 5000, help="closed-loop guesses")
+
+
+def bench_part(args: argparse.Namespace) -> Part:
+    with RedisProcess(appendonly=True, appendfsync="everysec") as server:
+        load = measure(server.url, seconds=args.load_seconds, fill=args.load_fill)
+    latency = [(p.rate, p.p50, p.p99) for p in load.points]
+    return Part(load.figures, latency=latency, info={**load.info, "sustained": load.sustained})
 
 
 def main(argv: list[str] | None = None) -> None:

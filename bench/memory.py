@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import redis
 
-from bench.report import Figure, table
+from bench.report import Figure, Part, table
 from echomq import Bus, NewJob, finish, ids, jobs, lanes, sweep
 from echomq.core import Settings
 from echomq.scripts import SyncScripts
@@ -184,6 +184,17 @@ def measure(url: str, count: int = JOBS) -> list[Figure]:
     finally:
         client.close()
     return figures
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
+    parser.add_argument(
+        "--memory-jobs", type=int, default=10_000 if quick else JOBS, help="queued per figure"
+    )
+
+
+def bench_part(args: argparse.Namespace) -> Part:
+    with RedisProcess(appendonly=False) as server:
+        return Part(measure(server.url, args.memory_jobs), info={"jobs": args.memory_jobs})
 
 
 def main() -> None:

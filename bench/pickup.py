@@ -34,8 +34,8 @@ from typing import Literal
 import redis
 
 from bench.processes import stop
-from bench.queue import _pct, limit_roundtrip
-from bench.report import Figure, table
+from bench.queue import limit_roundtrip
+from bench.report import Figure, Part, percentile, table
 from echomq import Bus, JobState, Worker, ids
 from echomq.testing.server import RedisProcess
 from echomq.worker.fetcher import IDLE_CAP_S
@@ -121,7 +121,7 @@ def measure(samples: int = 300, idle_cap_s: float = 1.0, idle_blocks: int = 6) -
         ping50, ping99 = limit_roundtrip(client)
         latencies = asyncio.run(pickup_latencies(server.url, "pickup", samples))
         client.close()
-    lat50, lat99 = _pct(latencies, 50), _pct(latencies, 99)
+    lat50, lat99 = percentile(latencies, 50), percentile(latencies, 99)
     per_block = asyncio.run(idle_commands_per_block(idle_cap_s, idle_blocks))
     per_minute = per_block * 60 / IDLE_CAP_S
     lower: Literal["lower"] = "lower"
@@ -141,6 +141,16 @@ def measure(samples: int = 300, idle_cap_s: float = 1.0, idle_blocks: int = 6) -
             lower,
         ),
     ]
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
+    parser.add_argument("--pickup-samples", type=int, default=50 if quick else 300)
+    parser.add_argument("--idle-blocks", type=int, default=2 if quick else 6, help="idle blocks counted")
+
+
+def bench_part(args: argparse.Namespace) -> Part:
+    figures = measure(args.pickup_samples, idle_blocks=args.idle_blocks)
+    return Part(figures, info={"samples": args.pickup_samples, "idle_blocks": args.idle_blocks})
 
 
 def main() -> None:

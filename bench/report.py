@@ -16,6 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 
+def percentile(values: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``values`` by nearest rank (NaN of none): every part's p50 and p99."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
 @dataclass(frozen=True, slots=True)
 class Figure:
     """``value`` (in ``unit``) against ``reference`` (described by ``reference_as``), and its target."""

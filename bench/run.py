@@ -1,14 +1,12 @@
 """``make bench``: every part's figures in one table, saved as JSON and Markdown, and the chart.
 
 Each part is a module of ``bench`` run by name, in :data:`PARTS` order, each on a redis-server of its own
-(so what one part leaves behind plays no part in the next). A part module provides either
+(so what one part leaves behind plays no part in the next). A part module provides
+``add_arguments(parser, quick: bool)`` (its sizes, full or ``--quick``) and
+``bench_part(args: argparse.Namespace) -> bench.report.Part`` (its figures, chart points and info);
+bench.game's ``add_arguments`` takes no ``quick`` (its quick sizes are set here).
 
-* ``bench_part(args: argparse.Namespace) -> bench.report.Part`` (its figures, chart points and info), and
-  optionally ``add_arguments(parser, quick: bool)`` for its sizes; or
-* ``measure(url: str) -> list[Figure]``: the runner starts the server and calls it with the part's
-  default sizes (drain points are read from figures named ``"..., concurrency N"``).
-
-A part whose module is not there is listed as not run; a part that raises is reported and the others
+A part that raises is reported and the others
 still run. Output: the table on stdout, and ``bench/results/bench-latest.json`` (every figure, its
 target, ratio and whether met; each part's points and info; the machine), ``bench-latest.md`` (the
 machine line and the table, for the README) and ``bench-latest.png`` (:mod:`bench.chart`).
@@ -42,24 +40,13 @@ from echomq.testing.server import RedisProcess
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 STEM = "bench-latest"
-# Run order: the cheap queue figures first, the long soak last. bench.queue's drain, pickup and enqueue
-# rows overlap bench.drain, bench.pickup and bench.enqueue: once those land, drop them with --parts.
-PARTS = ("queue", "enqueue", "pickup", "memory", "drain", "load", "game", "scale", "soak")
-_CONCURRENCY = re.compile(r"concurrency (\d+)")
+# Run order: the cheap queue figures first, the long soak last (bench.queue holds the shared raw loops).
+PARTS = ("enqueue", "pickup", "memory", "drain", "load", "game", "scale", "soak")
 _UNIT = re.compile(r"^(.*) \(([^()]+)\)$")
 # Targets of issue 14 for the game's rows (bench/game.py names them with the unit in parentheses).
 GAME_TARGETS: dict[str, tuple[float, Literal["ratio", "value"], Literal["higher", "lower"]]] = {
     "submit over HTTP": (0.2, "ratio", "higher"),
 }
-
-
-def _module(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(f"bench.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"bench.{name}":
-            return None
-        raise
 
 
 def game_figures(rows: list[tuple[str, float, float, str]]) -> list[Figure]:
@@ -83,31 +70,11 @@ def game_part(args: argparse.Namespace) -> Part:
     return Part(game_figures(measured.rows), info=game.to_json(measured))
 
 
-def drain_points(figures: list[Figure]) -> list[tuple[float, float]]:
-    """(concurrency, jobs/s) of the figures in jobs/s whose name says ``concurrency N``."""
-    return [
-        (float(m.group(1)), f.value)
-        for f in figures
-        if f.unit == "jobs/s" and (m := _CONCURRENCY.search(f.name))
-    ]
-
-
-def _generic(module: ModuleType) -> Part:
-    with RedisProcess(appendonly=True, appendfsync="everysec") as server:
-        result = module.measure(server.url)
-    if isinstance(result, Part):
-        return result
-    figures = list(result)
-    return Part(figures, drain=drain_points(figures))
-
-
 def run_part(name: str, module: ModuleType, args: argparse.Namespace) -> Part:
     if name == "game":
         return game_part(args)
-    if hasattr(module, "bench_part"):
-        part: Part = module.bench_part(args)
-        return part
-    return _generic(module)
+    part: Part = module.bench_part(args)
+    return part
 
 
 def machine(redis_version: str) -> dict[str, Any]:
@@ -146,9 +113,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go")
     for name in PARTS:
-        module = _module(name)
-        if module is None or not hasattr(module, "add_arguments"):
-            continue
+        module = importlib.import_module(f"bench.{name}")
         if "quick" in inspect.signature(module.add_arguments).parameters:
             module.add_arguments(parser, quick=quick)
         else:  # bench.game's, and any part without a quick size: its own defaults
@@ -167,10 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     parts: dict[str, Part] = {}
     notes: list[str] = []
     for name in wanted:
-        module = _module(name)
-        if module is None:
-            notes.append(f"{name}: not run (no bench/{name}.py on this branch)")
-            continue
+        module = importlib.import_module(f"bench.{name}")
         started = time.monotonic()
         print(f"[bench] {name} ...", flush=True)
         try:

@@ -28,7 +28,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from bench.processes import stop
 from bench.queue import drain, worker_process
-from bench.report import Figure, Part, table
+from bench.report import Figure, Part, percentile, table
 from echomq import Bus, ids
 from echomq.keyspace import Keyspace
 from echomq.testing.server import RedisProcess
@@ -41,11 +41,6 @@ CONCURRENCY = 200
 OPEN_LOOP_CONNECTIONS = 64
 DRAIN_TARGET = 0.9  # of the 10-lane drain rate
 P99_TARGET = 1.1  # of the 10-lane p99
-
-
-def _pct(values: list[float], p: int) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def completed(client: redis.Redis, keys: Keyspace) -> int:
@@ -66,7 +61,7 @@ async def _open_loop(bus: Bus, lanes: int, rate: float, seconds: float) -> tuple
     task, so a slow reply delays no later send; returns the job ids and how the sending went (the rate
     achieved, the most sends in flight: a machine that falls behind offers less than ``rate``)."""
     count = max(1, round(rate * seconds))
-    made = [ids.mint("JOB") for _ in range(count)]
+    made: list[str] = []
     sends = []
     in_flight = most = 0
 
@@ -80,11 +75,13 @@ async def _open_loop(bus: Bus, lanes: int, rate: float, seconds: float) -> tuple
             in_flight -= 1
 
     start = time.perf_counter()
-    for k, job in enumerate(made):
+    for k in range(count):
         delay = start + k / rate - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        sends.append(asyncio.create_task(send(k, job)))
+        # Minted at its send: a job's admission time is its id's mint time (the row keeps no other).
+        made.append(ids.mint("JOB"))
+        sends.append(asyncio.create_task(send(k, made[-1])))
     await asyncio.gather(*sends)
     achieved = count / max(1e-9, time.perf_counter() - start)
     return made, {"offered_per_s": rate, "achieved_per_s": achieved, "most_in_flight": most}
@@ -144,7 +141,7 @@ def measure(
         with RedisProcess(appendonly=True, appendfsync="everysec") as server:
             drains[count] = drain(server.url, f"scale-d{count}", jobs, 1, CONCURRENCY, lanes=min(count, jobs))
             times, sendings[count] = latency(server.url, f"scale-l{count}", count, rate, seconds)
-            p50s[count], p99s[count] = statistics.median(times), _pct(times, 99)
+            p50s[count], p99s[count] = statistics.median(times), percentile(times, 99)
     base = lanes[0]
     figures = []
     for count in lanes:
