@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import random
 import shutil
@@ -33,7 +32,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import httpx
 import redis
 import redis.asyncio
 from redis.asyncio import Redis as AsyncRedis
@@ -51,7 +49,7 @@ from codemojex.payload import GuessJob
 from echomq import Bus, Claim, Settings, ids, lanes
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.testing.server import RedisProcess, free_port
+from echomq.testing.server import RedisProcess
 
 PIPELINE = 1000  # as the queue benchmark's
 CLAIM_BATCH = 500  # as the queue benchmark's limit_drain
@@ -244,86 +242,6 @@ async def fill(a: Arena, count: int) -> float:
         return count / (time.perf_counter() - start)
 
 
-async def _http_players(base: str, a: Arena, count: int) -> list[tuple[str, str]]:
-    """Players joined over HTTP (their tokens), each credited for ``count`` guesses in all."""
-    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-        joined = [
-            (await client.post("/api/players", json={"name": f"http {i}"})).json()
-            for i in range(len(a.players))
-        ]
-    game = Game.from_url(a.url, tag=a.tag, settings=SETTINGS)
-    async with game:
-        currency, _ = (await rounds.get_round(game, a.round_id)).prices[0]
-        each = math.ceil(count / len(joined)) + 1
-        for player in joined:
-            await wallet.credit(game, player["player_id"], currency, each, reason="bench")
-    return [(player["player_id"], player["token"]) for player in joined]
-
-
-def _request(port: int, round_id: str, token: str, guess: tuple[str, ...]) -> bytes:
-    """One keep-alive POST of a guess, as bytes: the load generator is a bare socket, so the figure is
-    the host's and not an HTTP client library's (which would share the machine's two cores with it)."""
-    body = json.dumps({"guess": list(guess)}).encode()
-    head = (
-        f"POST /api/rounds/{round_id}/guesses HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
-    return status, await reader.readexactly(length)
-
-
-async def http_fill(a: Arena, count: int, logs: Path) -> float:
-    """``count`` guesses POSTed to a web host process (``codemojex.web``), every player at once, each
-    player's one after another over its own keep-alive connection: guesses admitted per second."""
-    port = free_port()
-    log = (logs / "host.log").open("wb")
-    argv = [sys.executable, "-m", "codemojex.web", "--redis-url", a.url, "--tag", a.tag, "--port", str(port)]
-    argv += ["--max-queued", "1000000", "--unlimited"]  # the host's throughput, not its rate limits
-    host = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx.AsyncClient(base_url=base, timeout=5) as probe:
-            for _ in range(200):
-                try:
-                    if (await probe.get("/healthz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    await asyncio.sleep(0.05)
-        players = await _http_players(base, a, count)
-        made = a.guesses(count)
-        mine: dict[str, list[tuple[str, ...]]] = {}
-        for _, player, guess in made:
-            mine.setdefault(player, []).append(guess)
-        plans = list(zip(players, mine.values(), strict=False))
-
-        async def play(token: str, guesses: list[tuple[str, ...]]) -> None:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            try:
-                for guess in guesses:
-                    writer.write(_request(port, a.round_id, token, guess))
-                    status, body = await _response(reader)
-                    if status != 202:
-                        raise RuntimeError(f"the host refused a bench guess: {status} {body!r}")
-            finally:
-                writer.close()
-                await writer.wait_closed()
-
-        start = time.perf_counter()
-        await asyncio.gather(*(play(token, guesses) for (_, token), guesses in plans))
-        return sum(len(g) for _, g in plans) / (time.perf_counter() - start)
-    finally:
-        stop([host])
-        log.close()
-
-
 def _worker(a: Arena, concurrency: int, log: Path) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", a.url, "--tag", a.tag]
     argv += ["--log-level", "WARNING", "worker", "--concurrency", str(concurrency)]
@@ -454,7 +372,6 @@ def measure(url: str, *, guesses: int, samples: int, players: int, concurrency: 
     submit2 = asyncio.run(fill(two, n))
     scored2, wall2 = scored(two, n, 2, concurrency, logs)
     submitted = 2 * n / (n / submit1 + n / submit2)  # both fills together
-    over_http = asyncio.run(http_fill(arena(url, "game-http", players, 0), max(1, n // 4), logs))
     lat = arena(url, "game-latency", players, samples + 1)
     lat50, lat99 = asyncio.run(latency(lat, samples, concurrency, logs))
     rewrites = int(client.info("persistence")["aof_rewrites"]) - rewrites
@@ -464,12 +381,6 @@ def measure(url: str, *, guesses: int, samples: int, players: int, concurrency: 
         shutil.rmtree(logs, ignore_errors=True)
     rows: list[Row] = [
         (f"submit, {players} players at once (guesses/s)", submitted, lim_submit, "raw pipelined submit.lua"),
-        (
-            f"submit over HTTP, {players} players (guesses/s)",
-            over_http,
-            lim_submit,
-            "raw pipelined submit.lua",
-        ),
         ("scored, 1 worker process (guesses/s)", scored1, lim_score, "raw claim.lua + score.lua"),
         ("scored, 2 worker processes (guesses/s)", scored2, lim_score, "raw claim.lua + score.lua"),
         ("submit → scored at idle, p50 (ms)", lat50, lim50, "raw submit + claim + score.lua, serial, p50"),
@@ -481,7 +392,6 @@ def measure(url: str, *, guesses: int, samples: int, players: int, concurrency: 
         "players": players,
         "worker_concurrency": concurrency,
         "submit_fills_guesses_per_s": [submit1, submit2],
-        "http_guesses": max(1, n // 4),
         "scored_wall_s_from_process_start": [wall1, wall2],
         "aof_rewrites": rewrites,
         "worker_log_warnings": warnings,

@@ -33,20 +33,19 @@ def test_save_writes_every_figure_with_its_ratio_and_each_parts_points(tmp_path:
     assert sum(1 for line in markdown if line.startswith(("| enqueue |", "| p99 |"))) == 2
 
 
-def test_game_rows_become_figures_with_their_unit_and_the_issues_target() -> None:
-    """The unit comes out of the name's parentheses; HTTP submit gets ≥ 0.2; a row in ms is better lower."""
+def test_game_rows_become_figures_with_their_unit_and_direction() -> None:
+    """The unit comes out of the name's parentheses; a row in ms is better lower, others higher."""
     rows = [
-        ("submit over HTTP, 100 players (guesses/s)", 900.0, 18000.0, "raw pipelined submit.lua"),
+        ("scored, 1 worker process (guesses/s)", 4000.0, 9000.0, "raw claim.lua + score.lua"),
         ("submit → scored at idle, p99 (ms)", 7.0, 1.2, "raw serial p99"),
     ]
-    http, p99 = game_figures(rows)
-    assert (http.name, http.unit, http.target, http.on) == (
-        "submit over HTTP, 100 players",
+    scored, p99 = game_figures(rows)
+    assert (scored.name, scored.unit, scored.better, scored.target) == (
+        "scored, 1 worker process",
         "guesses/s",
-        0.2,
-        "ratio",
+        "higher",
+        None,
     )
-    assert http.met is False
     assert (p99.unit, p99.better, p99.target) == ("ms", "lower", None)
 
 
