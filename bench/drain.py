@@ -28,7 +28,7 @@ from pathlib import Path
 
 import redis
 
-from bench.processes import stop
+from bench.processes import cpu_s, stop
 from bench.queue import claim_span_ms, enqueue_batched, limit_drain
 from bench.report import Figure, Part, table
 from echomq import Bus
@@ -39,7 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 200  # the worker concurrency of the main drain figures (bench.queue's default)
 SWEEP = (1, 10, 50, 200)  # worker concurrencies of the drain-against-concurrency points
 TARGET_ONE = 0.8  # issue 14: one worker process drains at >= 0.8 of the raw loop
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 _PAGE = 1000
 _CURVE = "drain, 1 process, concurrency "  # the name of a drain-against-concurrency point, then its value
 
@@ -50,13 +49,6 @@ class Drained:
 
     jobs_per_s: float
     cpu_us_per_job: float
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (every thread), from ``/proc/<pid>/stat``."""
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        fields = stat.read().rsplit(b")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime, stime: fields 14 and 15 of the line
 
 
 def _worker(url: str, tag: str, concurrency: int) -> subprocess.Popen[bytes]:
@@ -80,19 +72,19 @@ def drain(url: str, tag: str, count: int, *, processes: int = 1, concurrency: in
     procs = [_worker(url, tag, concurrency) for _ in range(processes)]
     try:
         # The CPU before the first claim: start-up (imports, connecting) is not the drain's.
-        before = [_cpu_s(p.pid) for p in procs]
+        before = [cpu_s(p.pid) for p in procs]
         deadline = time.monotonic() + 60
         while not int(client.hget(keys.stats, "claimed") or 0):
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 raise RuntimeError("the workers did not start claiming")
-            before = [_cpu_s(p.pid) for p in procs]
+            before = [cpu_s(p.pid) for p in procs]
             time.sleep(0.001)
         deadline = time.monotonic() + 300
         while int(client.hget(keys.stats, "completed") or 0) < count:
             if time.monotonic() > deadline:
                 raise RuntimeError("the drain did not finish in 300 s")
             time.sleep(0.02)
-        cpu = sum(_cpu_s(p.pid) - b for p, b in zip(procs, before, strict=True))
+        cpu = sum(cpu_s(p.pid) - b for p, b in zip(procs, before, strict=True))
     finally:
         stop(procs)
     span = _span_s(client, keys)

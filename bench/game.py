@@ -37,6 +37,7 @@ import redis.asyncio
 from redis.asyncio import Redis as AsyncRedis
 
 from bench.processes import stop
+from bench.queue import claim_span_ms
 from bench.report import percentile
 from codemojex import players as game_players
 from codemojex import rounds, score_worker, wallet
@@ -156,7 +157,9 @@ def _check_admitted(replies: list[Any]) -> None:
         raise RuntimeError(f"submit.lua refused {len(refused)} bench guesses, e.g. {refused[0]!r}")
 
 
-def limit_submit(client: redis.Redis, a: Arena, count: int) -> tuple[float, dict[str, tuple[str, tuple]]]:
+def limit_submit(
+    client: redis.Redis, a: Arena, count: int
+) -> tuple[float, dict[str, tuple[str, tuple[str, ...]]]]:
     """submit.lua in pipelines of PIPELINE on one blocking client: guesses admitted per second; and the
     admitted guesses (job -> player, guess) for :func:`limit_score`."""
     scripts = SyncScripts(client, LIBRARY)
@@ -172,7 +175,7 @@ def limit_submit(client: redis.Redis, a: Arena, count: int) -> tuple[float, dict
     return rate, {job: (player, guess) for job, player, guess in made}
 
 
-def limit_score(client: redis.Redis, a: Arena, admitted: dict[str, tuple[str, tuple]]) -> float:
+def limit_score(client: redis.Redis, a: Arena, admitted: dict[str, tuple[str, tuple[str, ...]]]) -> float:
     """claim.lua (batch of CLAIM_BATCH) then score.lua for each, pipelined: guesses scored per second.
 
     The feedback is computed before the clock starts: this is what Redis can do, not the engine."""
@@ -276,17 +279,8 @@ def scored(a: Arena, count: int, processes: int, concurrency: int, logs: Path) -
         wall = time.perf_counter() - started
     finally:
         stop(procs)
-    first, last = None, 0
-    members = [m.decode() for m in client.zrange(a.bus_keys.done, 0, -1)]
-    for i in range(0, len(members), PIPELINE):
-        pipe = client.pipeline(transaction=False)
-        for job in members[i : i + PIPELINE]:
-            pipe.hmget(a.bus_keys.job(job), "c", "f")  # claimed_at, finished (echomq.rows)
-        for claimed, finished in pipe.execute():
-            first = int(claimed) if first is None else min(first, int(claimed))
-            last = max(last, int(finished))
+    first, last = claim_span_ms(client, a.bus_keys)
     client.close()
-    assert first is not None
     return count / max(0.001, (last - first) / 1000), wall
 
 

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -42,8 +41,9 @@ import httpx
 import redis
 
 from bench.game import arena, limit_submit
-from bench.processes import stop
+from bench.processes import cpu_s, stop
 from bench.report import Figure, Part, percentile, table
+from bench.traffic import closed_loop, guess_request, open_loop
 from codemojex import rounds, wallet
 from codemojex.game import Game, GameSettings
 from codemojex.keys import JOB, GameKeys, guess_of
@@ -52,12 +52,10 @@ from echomq.testing.server import RedisProcess, free_port
 RATES = (250, 500, 1000, 1500, 2000)  # issue 14's three, then past them: the highest sustained is shown
 TARGET_RATES = (250, 500, 1000)  # the rates whose p99 has the target (past them, the machine's edge)
 PLAYERS = 1000
-IDLE_S = 4.0  # a keep-alive connection idle this long is not reused (uvicorn closes one idle 5 s)
 WARM_UP = 1000  # guesses POSTed, untimed, before the closed loop's
 TARGET_P99_MS = 25.0
 TARGET_HTTP_RATIO = 0.2
 SCORED_WAIT_S = 60.0  # a guess not scored this long after its phase ends counts as an error
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,40 +92,6 @@ def sustained(points: list[Point]) -> float | None:
     """The highest offered rate of ``points`` with p99 within the target and no error."""
     good = [p.rate for p in points if p.p99 <= TARGET_P99_MS and p.errors == 0]
     return max(good) if good else None
-
-
-def _guess_request(port: int, round_id: str, token: str, guess: tuple[str, ...]) -> bytes:
-    """One keep-alive POST of a guess, as bytes: the load generator is a bare socket, so the figure is
-    the host's and not an HTTP client library's (which would share the machine's two cores with it)."""
-    body = json.dumps({"guess": list(guess)}).encode()
-    head = (
-        f"POST /api/rounds/{round_id}/guesses HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
-    return status, await reader.readexactly(length)
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of ``pid`` and its children, living ones (uvicorn's workers)."""
-    total = 0.0
-    pids = [pid]
-    with contextlib.suppress(OSError):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            pids += [int(c) for c in (task / "children").read_text().split()]
-    for each in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICK
-    return total
 
 
 def _commands(client: redis.Redis) -> tuple[int, int]:
@@ -196,95 +160,11 @@ async def _fund(url: str, tag: str, round_id: str, players: list[str], each: int
             await wallet.credit(game, player, currency, each, reason="bench")
 
 
-class Connections:
-    """Keep-alive connections to the host: a free one is reused, else a new one opened. One left idle for
-    :data:`IDLE_S` or more is closed instead of reused: uvicorn closes a keep-alive connection idle for 5 s,
-    and a request written as it closes would count as a broken connection that no browser would see (a
-    browser retries a request on a reused connection the server closed)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
-        self.opened = 0
-
-    async def post(self, data: bytes) -> tuple[int, bytes]:
-        now = time.monotonic()
-        while self.free and (now - self.free[-1][2] >= IDLE_S or self.free[-1][0].at_eof()):
-            self.free.pop()[1].close()
-        if self.free:
-            reader, writer, _ = self.free.pop()
-        else:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            self.opened += 1
-        writer.write(data)
-        status, body = await _read_response(reader)
-        self.free.append((reader, writer, time.monotonic()))
-        return status, body
-
-    async def close(self) -> None:
-        for _, writer, _ in self.free:
-            writer.close()
-        self.free.clear()
-
-
 def _plan(a: Any, tokens: list[str], count: int, port: int) -> list[bytes]:
     return [
-        _guess_request(port, a.round_id, tokens[i % len(tokens)], guess)
+        guess_request(port, a.round_id, tokens[i % len(tokens)], guess)
         for i, (_, _, guess) in enumerate(a.guesses(count))
     ]
-
-
-async def closed_loop(port: int, requests: list[bytes], connections: int) -> tuple[float, int]:
-    """``requests`` over ``connections`` keep-alive connections, each one after another: (guesses per
-    second, errors)."""
-    pool = Connections(port)
-    errors = 0
-    share = [requests[i::connections] for i in range(connections)]
-
-    async def run(mine: list[bytes]) -> None:
-        nonlocal errors
-        for data in mine:
-            status, _ = await pool.post(data)
-            errors += status != 202
-
-    start = time.perf_counter()
-    await asyncio.gather(*(run(mine) for mine in share))
-    elapsed = time.perf_counter() - start
-    await pool.close()
-    return len(requests) / elapsed, errors
-
-
-async def open_loop(
-    port: int, requests: list[bytes], rate: float
-) -> tuple[list[tuple[float, float, str]], float]:
-    """Send ``requests`` on schedule at ``rate`` a second: (due time ms epoch, reply ms, the job id, or the
-    HTTP status of a refusal, or ``"broken"``) each, and the rate achieved."""
-    pool = Connections(port)
-    results: list[tuple[float, float, str]] = []
-    tasks = []
-
-    async def one(data: bytes, due_ms: float) -> None:
-        try:
-            status, body = await pool.post(data)
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            results.append((due_ms, float("nan"), "broken"))
-            return
-        replied = time.time() * 1000 - due_ms
-        results.append((due_ms, replied, json.loads(body)["job_id"] if status == 202 else str(status)))
-
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    for i, data in enumerate(requests):
-        offset = i / rate
-        delay = start + offset - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        late = loop.time() - (start + offset)  # the due time on the wall clock, read now (no drift)
-        tasks.append(asyncio.create_task(one(data, (time.time() - late) * 1000)))
-    achieved = len(requests) / max(1e-9, loop.time() - start)
-    await asyncio.gather(*tasks)
-    await pool.close()
-    return results, achieved
 
 
 def _scored(client: redis.Redis, keys: GameKeys, jobs: list[str], deadline: float) -> dict[str, int]:
@@ -359,9 +239,9 @@ def measure(
         # scripts; the figure is the steady state.
         _, warm_errors = asyncio.run(closed_loop(port, _plan(a, tokens, warm, port), min(players, 100)))
         requests = _plan(a, tokens, fill, port)
-        cpu, calls = _cpu_s(host.pid), _commands(client)
+        cpu, calls = cpu_s(host.pid), _commands(client)
         http, fill_errors = asyncio.run(closed_loop(port, requests, min(players, 100)))
-        cpu, after = _cpu_s(host.pid) - cpu, _commands(client)
+        cpu, after = cpu_s(host.pid) - cpu, _commands(client)
         info |= {
             "http_guesses_per_s": http,
             "raw_submit_per_s": raw,
