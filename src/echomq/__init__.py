@@ -8,7 +8,7 @@ asyncio API (producers and workers); :class:`SyncBus` is the producer's API on a
 
 from echomq import ids
 from echomq.bus import Bus
-from echomq.core import DEFAULT_TAG, Settings
+from echomq.core import DEFAULT_TAG, MAX_PAYLOAD, Settings
 from echomq.dead import DeadRetry
 from echomq.errors import (
     EchoMQError,
@@ -38,6 +38,7 @@ from echomq.worker.runner import Worker
 
 __all__ = [
     "DEFAULT_TAG",
+    "MAX_PAYLOAD",
     "Admission",
     "Bus",
     "Claim",

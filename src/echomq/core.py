@@ -20,6 +20,11 @@ from echomq.scripts import AsyncScripts
 DEFAULT_TAG = "cm"
 
 
+# The largest max_payload: a payload or a result is stored in 64-byte fields of its row, written by one
+# HSET whose arguments Lua unpacks (about 8,000 values at most: lua/includes/row.lua), so 3,840 fields.
+MAX_PAYLOAD = 240 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Per-bus limits. Every process of one bus should use the same values.
@@ -45,7 +50,8 @@ class Settings:
     backoff_cap_ms: int = 3600 * 1000  # longest retry delay
 
     def __post_init__(self) -> None:
-        for name in ("max_payload", "wake_cap", "backoff_base_ms", "backoff_cap_ms"):
+        check_int("max_payload", self.max_payload, 1, MAX_PAYLOAD)
+        for name in ("wake_cap", "backoff_base_ms", "backoff_cap_ms"):
             check_int(name, getattr(self, name), 1)
         for name in ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms"):
             check_int(name, getattr(self, name), 0)

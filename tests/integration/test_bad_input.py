@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from echomq import (
+    MAX_PAYLOAD,
     Admission,
     Bus,
     Claim,
@@ -374,6 +375,22 @@ async def test_the_size_limit_follows_the_settings(redis_server, sync_redis, tag
         await bus.aclose()
 
 
+async def test_a_payload_and_a_result_at_the_largest_max_payload_round_trip(redis_server, sync_redis, tag):
+    """The largest size a bus may allow (its row is written by one HSET whose arguments Lua unpacks)
+    is admitted, claimed whole and completed with a result as large."""
+    bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(max_payload=MAX_PAYLOAD))
+    payload = bytes(range(256)) * (MAX_PAYLOAD // 256)
+    try:
+        job = _good()
+        assert await bus.enqueue(job, lane="A", payload=payload) is Admission.ADMITTED
+        claims = await bus.claim(1, 30_000)
+        assert [(c.job, c.payload) for c in claims] == [(job, payload)]
+        assert (await bus.complete(claims[0], payload[::-1])).value == "done"
+        assert (await bus.inspect(job)).result == payload[::-1]
+    finally:
+        await bus.aclose()
+
+
 @pytest.mark.parametrize("tag", ["", "{cm}", "a b", "x" * 33, None, "t\ud800"])
 def test_a_bus_with_a_bad_tag_cannot_be_built(tag):
     """Bus(tag=...) raises InvalidTag before any client call is made."""
@@ -385,6 +402,7 @@ def test_a_bus_with_a_bad_tag_cannot_be_built(tag):
     "settings",
     [
         {"max_payload": 0},
+        {"max_payload": MAX_PAYLOAD + 1},
         {"wake_cap": 0},
         {"result_ttl_ms": -1},
         {"dedup_window_ms": -1},

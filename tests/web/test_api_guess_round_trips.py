@@ -117,3 +117,21 @@ def test_the_one_call_admits_what_submit_would(served, join, sync_redis, tag):
     assert row["payload"] == encode_payload(round_id, ada_id, admitted)
     # the row keeps the request digest's first 8 bytes (echomq.rows: the admission digest)
     assert row["digest"] == bytes.fromhex(request_digest(round_id, ada_id, typed))[:8]
+
+
+def test_a_body_nested_past_the_parsers_depth_is_refused_like_any_bad_body(served, join):
+    """JSON nested thousands deep (a RecursionError in the parser) is not a plain guess: the routes'
+    path refuses it as a bad body (4xx, its buckets charged), never a 500, from a real player's token or
+    a made-up one; the host still admits a good guess afterwards."""
+    with served.client(OPERATOR) as operator:
+        round_id = open_round(operator)["round_id"]
+    _, ada = join("Ada")
+    body = b'{"guess":' + b"[" * 3000 + b"]" * 3000 + b"}"  # under the body limit
+    headers = {"Content-Type": "application/json"}
+    with served.client("x" * 40) as stranger:
+        for client in (ada, stranger):
+            for path in (f"/api/rounds/{round_id}/guesses", "/api/rounds/RND00000000000000000000000/guesses"):
+                reply = client.post(path, content=body, headers=headers)
+                assert 400 <= reply.status_code < 500, (reply.status_code, reply.text)
+    reply = ada.post(f"/api/rounds/{round_id}/guesses", json={"guess": FRUIT[:6]})
+    assert reply.status_code == 202, reply.text

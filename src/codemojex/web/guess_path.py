@@ -217,7 +217,7 @@ def _plain(scope: Any, data: bytes | None) -> tuple[str, Any] | None:
         return None
     try:
         request = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: the routes refuse it (422)
         return None
     if not isinstance(request, dict) or "guess" not in request or request.keys() - {"guess", "locks"}:
         return None
