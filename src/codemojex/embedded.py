@@ -181,7 +181,8 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
         appendonly=True,
         appendfsync="everysec",
         binary=embedded_binary(),
-        extra=("--pidfile", str(pid_file)),
+        # an expired tombstone hash (~65 s of finished ids) is freed off the main thread (README "Memory")
+        extra=("--pidfile", str(pid_file), "--lazyfree-lazy-expire", "yes"),
         umask=0o077,  # the AOF holds every secret and wallet: no other local user reads it
         new_session=True,  # a terminal's Ctrl-C reaches serve alone, which stops Redis last
         with_parent=True,  # and if serve dies by SIGKILL, Redis gets SIGTERM (AOF written), no orphan

@@ -164,3 +164,17 @@ def rebrand(text: str, brand: str) -> str:
 def timestamp_ms(text: str) -> int:
     """The Unix milliseconds at which the id was minted."""
     return int.from_bytes(body(text)[:_TIME_BYTES], "big")
+
+
+def check_recent(text: str, span_ms: int) -> str:
+    """Return ``text`` if its mint time is within ``span_ms`` of this process's clock, before or after,
+    else raise :class:`InvalidId` (an admission's check: see :func:`echomq.jobs.enqueue_call`)."""
+    minted = timestamp_ms(text)
+    now = time.time_ns() // 1_000_000 + _SKEW_MS
+    if abs(now - minted) > span_ms:
+        when = "ago" if minted < now else "ahead"
+        raise InvalidId(
+            f"{text} was minted {abs(now - minted) / 3_600_000:.1f} h {when}; an id is admitted within "
+            f"{span_ms / 3_600_000:g} h of its mint time: mint a new one"
+        )
+    return text

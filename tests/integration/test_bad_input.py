@@ -414,3 +414,29 @@ def test_bad_settings_are_refused(settings):
     """Settings outside their ranges raise InvalidOption at construction."""
     with pytest.raises(InvalidOption):
         Settings(**settings)
+
+
+@pytest.mark.parametrize("hours", [-7, 7, -24 * 365 * 50])
+async def test_an_id_minted_far_from_now_is_refused_so_no_client_pins_a_tombstone_hash(
+    redis_server, sync_redis, tag, hours
+):
+    """An id whose mint time is more than the dedup window or 6 h (the longer) from the producer's
+    clock, before or after, is refused with InvalidId and nothing is sent: the tombstones of ids minted
+    in the same ~65 s share one hash, so ids with one made-up timestamp taken from clients would keep
+    that hash growing. Within the span, an old id is admitted."""
+    bus = Bus.from_url(redis_server.url, tag=tag, settings=Settings(dedup_window_ms=3_600_000))
+    probe = Probe(sync_redis, bus.keys)
+    probe.watch(bus)
+    now_ms = ids.timestamp_ms(ids.mint("JOB"))
+    at = ids.from_body("JOB", (now_ms + hours * 3_600_000).to_bytes(6, "big") + bytes(8))
+    fine = ids.from_body("JOB", (now_ms - 5 * 3_600_000).to_bytes(6, "big") + bytes(8))
+    try:
+        with pytest.raises(InvalidId, match="mint a new one"):
+            await bus.enqueue(at, lane="A", payload=b"x")
+        with pytest.raises(InvalidId):
+            await bus.enqueue_many([NewJob(_good(), "A", b"x"), NewJob(at, "A", b"x")])
+        assert probe.snapshot() == {}
+        assert await bus.enqueue(fine, lane="A", payload=b"x") is Admission.ADMITTED
+        probe.check()
+    finally:
+        await bus.aclose()

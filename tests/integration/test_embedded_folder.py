@@ -132,3 +132,19 @@ def test_server_files_of_an_earlier_version_are_closed_at_the_next_start(tmp_pat
     embedded_redis(data_dir, "cm")
     for path in [*older, data_dir / "appendonlydir"]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path.name
+
+
+def test_the_embedded_redis_frees_expired_keys_off_its_main_thread(tmp_path):
+    """An expired tombstone hash (about 65 s of finished ids, up to ~900,000 fields at full speed) is
+    freed in a background thread, not on the main thread where it would stall every client."""
+    data_dir = tmp_path / "data"
+    with folder_lock(data_dir):
+        server = embedded_redis(data_dir, "cm").start()
+        try:
+            admin = access.user_name(access.ADMIN, "cm")
+            password = access.read_passwords(data_dir / PASSWORDS_FILE)[access.ADMIN]
+            client = redis.Redis(port=server.port, username=admin, password=password)
+            assert client.config_get("lazyfree-lazy-expire") == {"lazyfree-lazy-expire": "yes"}
+            client.close()
+        finally:
+            server.stop()
