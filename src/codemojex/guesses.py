@@ -36,13 +36,15 @@ from typing import Any
 from codemojex import locks as lock_rules
 from codemojex.codes import parse_guess
 from codemojex.engine import Feedback
-from codemojex.errors import InvalidGuess, ScriptError, UnknownPlayer, UnknownRound
+from codemojex.errors import InvalidGuess, InvalidId, ScriptError, UnknownPlayer, UnknownRound
 from codemojex.game import Game, check_int, encode_prices, translate_errors
 from codemojex.keys import JOB, PLAYER, ROUND, check_id, guess_of
 from codemojex.payload import decode_payload, encode_payload
 from codemojex.rounds import round_from_row
 from echomq import ids
 from echomq import rows as bus_rows
+from echomq.errors import InvalidId as BusInvalidId
+from echomq.jobs import RECENT_MS
 
 
 class Outcome(StrEnum):
@@ -161,6 +163,15 @@ def submit_call(
     )
 
 
+def _recent(game: Game, job: str) -> str:
+    """``job`` if it was minted within the bus's dedup window or 6 h of now, as echomq's enqueue asks
+    (the tombstones of ids minted together share one hash: README "Memory"), else :class:`InvalidId`."""
+    try:
+        return ids.check_recent(job, max(game.bus.settings.dedup_window_ms, RECENT_MS))
+    except BusInvalidId as exc:
+        raise InvalidId(str(exc)) from None
+
+
 async def submit(
     game: Game,
     round_id: str,
@@ -178,7 +189,7 @@ async def submit(
     late the retry. Without ``job_id`` every call mints a new job, so a retry is a new guess."""
     check_id(round_id, ROUND)
     check_id(player_id, PLAYER)
-    job = ids.mint(JOB) if job_id is None else check_id(job_id, JOB)
+    job = ids.mint(JOB) if job_id is None else _recent(game, check_id(job_id, JOB))
     with translate_errors():  # the round and the player's locks in one round trip
         async with game.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(game.keys.round(round_id))

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from codemojex import guesses, locks, score_worker
+from codemojex.errors import InvalidId
 from codemojex.guesses import Outcome
 from echomq import Finish, ids
 from tests.support.game import claim_job, text
@@ -82,3 +85,20 @@ async def test_another_request_under_the_same_job_id_is_still_a_conflict(game, t
     stats = game.bus.keys.stats
     after = game_probe.snapshot()
     assert {k: v for k, v in after.items() if k != stats} == {k: v for k, v in before.items() if k != stats}
+
+
+async def test_a_job_id_minted_far_from_now_is_refused_and_charges_nothing(
+    game, the_round, player, game_probe
+):
+    """A job id minted more than the dedup window or 6 h from now is refused with InvalidId before any
+    call, as echomq's enqueue refuses it (ids of one made-up timestamp would pile their tombstones into
+    one hash): nothing is charged and nothing is queued."""
+    now_ms = ids.timestamp_ms(ids.mint("JOB"))
+    wallet_before = game_probe.client.hgetall(game.keys.wallet(player.id))
+    span_ms = max(game.bus.settings.dedup_window_ms, 6 * 3_600_000)
+    for off_ms in (-span_ms - 60_000, span_ms + 60_000):
+        old = ids.from_body("JOB", (now_ms + off_ms).to_bytes(6, "big") + bytes(8))
+        with pytest.raises(InvalidId, match="mint a new one"):
+            await guesses.submit(game, the_round.id, player.id, text(PROBE_GUESS), job_id=old)
+    assert game_probe.client.hgetall(game.keys.wallet(player.id)) == wallet_before
+    assert game_probe.bus.counters().get("admitted", 0) == 0
