@@ -332,10 +332,29 @@ def add_arguments(parser: argparse.ArgumentParser, *, quick: bool) -> None:
 
 
 def bench_part(args: argparse.Namespace) -> Part:
+    """The player's path on a server with AOF on (``appendfsync everysec``, as in production); then the
+    target's highest rate again on one without AOF, so the share of the disk's fsync in the tail shows."""
     with RedisProcess(appendonly=True, appendfsync="everysec") as server:
         load = measure(server.url, seconds=args.load_seconds, fill=args.load_fill)
+    rate = max(TARGET_RATES)
+    with RedisProcess(appendonly=False) as server:
+        bare = measure(server.url, seconds=args.load_seconds, rates=(rate,), fill=min(args.load_fill, 1000))
+    aof = next(p for p in load.points if p.rate == rate)
+    point = bare.points[0]
+    figures = [
+        *load.figures,
+        Figure(
+            f"submit → scored at {rate:g} guesses/s offered, p99, Redis without AOF",
+            point.p99,
+            "ms",
+            aof.p99,
+            f"the same with AOF everysec; p50 {point.p50:.1f} ms, {point.errors} errors",
+            better="lower",
+        ),
+    ]
     latency = [(p.rate, p.p50, p.p99) for p in load.points]
-    return Part(load.figures, latency=latency, info={**load.info, "sustained": load.sustained})
+    info = {**load.info, "sustained": load.sustained, "without_aof": _point_json(point)}
+    return Part(figures, latency=latency, info=info)
 
 
 def main(argv: list[str] | None = None) -> None:
