@@ -59,7 +59,7 @@ check: lint typecheck test
 
 ## bench: every figure of issue 14 in one table (its target and its ratio to the Redis limit of the same run),
 ## saved to bench/results/bench-latest.{json,md,png}; BENCH_ARGS=--quick for a smoke run of a few minutes,
-## BENCH_ARGS='--parts queue,scale' for some parts, BENCH_ARGS=--help for every size
+## BENCH_ARGS='--parts drain,load' for some parts, BENCH_ARGS=--help for every size
 bench: $(STAMP)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
