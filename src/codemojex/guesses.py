@@ -44,7 +44,6 @@ from codemojex.rounds import round_from_row
 from echomq import ids
 from echomq import rows as bus_rows
 from echomq.errors import InvalidId as BusInvalidId
-from echomq.jobs import RECENT_MS
 
 
 class Outcome(StrEnum):
@@ -167,7 +166,7 @@ def _recent(game: Game, job: str) -> str:
     """``job`` if it was minted within the bus's dedup window or 6 h of now, as echomq's enqueue asks
     (the tombstones of ids minted together share one hash: README "Memory"), else :class:`InvalidId`."""
     try:
-        return ids.check_recent(job, max(game.bus.settings.dedup_window_ms, RECENT_MS))
+        return ids.check_recent(job, game.bus.settings.id_span_ms)
     except BusInvalidId as exc:
         raise InvalidId(str(exc)) from None
 

@@ -23,6 +23,7 @@ DEFAULT_TAG = "cm"
 # The largest max_payload: a payload or a result is stored in 64-byte fields of its row, written by one
 # HSET whose arguments Lua unpacks (about 8,000 values at most: lua/includes/row.lua), so 3,840 fields.
 MAX_PAYLOAD = 240 * 1024
+RECENT_MS = 6 * 3600 * 1000  # an admitted id is minted within this (or the dedup window) of the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,12 @@ class Settings:
     dead_ttl_ms: int = 180 * 24 * 3600 * 1000  # a dead row is kept whole this long (as Sidekiq's dead set)
     backoff_base_ms: int = 1000  # first retry delay (before jitter)
     backoff_cap_ms: int = 3600 * 1000  # longest retry delay
+
+    @property
+    def id_span_ms(self) -> int:
+        """How far from the producer's clock, before or after, an admitted id may have been minted: the
+        dedup window or :data:`RECENT_MS`, the longer (:func:`echomq.jobs.enqueue_call`)."""
+        return max(self.dedup_window_ms, RECENT_MS)
 
     def __post_init__(self) -> None:
         check_int("max_payload", self.max_payload, 1, MAX_PAYLOAD)

@@ -63,6 +63,11 @@ def check_brand(brand: object) -> str:
 _SKEW_MS = int(os.environ.get("ECHOMQ_CLOCK_SKEW_MS") or 0)
 
 
+def _now_ms() -> int:
+    """This process's wall clock in ms, as ids are minted by it (the skew hook included)."""
+    return time.time_ns() // 1_000_000 + _SKEW_MS
+
+
 class _Minter:
     """Monotonic minting state, shared by every thread of the process."""
 
@@ -73,7 +78,7 @@ class _Minter:
 
     def next_body(self) -> bytes:
         with self._lock:
-            now = time.time_ns() // 1_000_000 + _SKEW_MS
+            now = _now_ms()
             if now > self._last_ms:
                 self._last_ms = now
                 self._entropy = secrets.randbits(_ENTROPY_BITS - 1)  # headroom for +1 steps
@@ -170,7 +175,7 @@ def check_recent(text: str, span_ms: int) -> str:
     """Return ``text`` if its mint time is within ``span_ms`` of this process's clock, before or after,
     else raise :class:`InvalidId` (an admission's check: see :func:`echomq.jobs.enqueue_call`)."""
     minted = timestamp_ms(text)
-    now = time.time_ns() // 1_000_000 + _SKEW_MS
+    now = _now_ms()
     if abs(now - minted) > span_ms:
         when = "ago" if minted < now else "ahead"
         raise InvalidId(

@@ -49,7 +49,6 @@ MAX_ATTEMPTS_LIMIT = 1000
 PRIORITY_LIMIT = 1_000_000
 MAX_DELAY_MS = 365 * 24 * 3600 * 1000
 MAX_LEASE_MS = 24 * 3600 * 1000
-RECENT_MS = 6 * 3600 * 1000  # an admitted id is minted within this (or the dedup window) of the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +127,13 @@ def enqueue_call(bus: Admitting, spec: NewJob) -> tuple[list[str], list[Any]]:
     """Keys and args of one enqueue.lua call, every input checked (shared by both buses and the
     benchmark): a hostile or careless producer gets a typed error here and nothing is sent.
 
-    The id must be minted within the dedup window or :data:`RECENT_MS` (the longer) of this process's
-    clock, either way: the tombstones of the ids minted in the same ~65 s share one hash, which lives
-    until its latest tombstone expires (``lua/includes/row.lua``), so ids with one made-up old or future
-    timestamp, taken from a client, would keep one hash growing for as long as they came."""
+    The id must be minted within ``Settings.id_span_ms`` (the dedup window or 6 h, the longer) of this
+    process's clock, either way: the tombstones of the ids minted in the same ~65 s share one hash,
+    which lives until its latest tombstone expires (``lua/includes/row.lua``), so ids with one made-up
+    old or future timestamp, taken from a client, would keep one hash growing as long as they came."""
     keys = bus.keys
     job_key = keys.job(spec.job)
-    ids.check_recent(spec.job, max(bus.settings.dedup_window_ms, RECENT_MS))
+    ids.check_recent(spec.job, bus.settings.id_span_ms)
     lane_key = keys.lane(spec.lane)
     payload = check_bytes("payload", spec.payload, bus.settings.max_payload)
     max_attempts = check_int("max_attempts", spec.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
