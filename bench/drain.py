@@ -20,22 +20,18 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import redis
 
 from bench.processes import cpu_s, stop
-from bench.queue import claim_span_ms, enqueue_batched, limit_drain
+from bench.queue import claim_span_ms, enqueue_batched, limit_drain, worker_process
 from bench.report import Figure, Part, table
 from echomq import Bus
 from echomq.keyspace import Keyspace
 from echomq.testing.server import RedisProcess
 
-ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 200  # the worker concurrency of the main drain figures (bench.queue's default)
 SWEEP = (1, 10, 50, 200)  # worker concurrencies of the drain-against-concurrency points
 TARGET_ONE = 0.8  # issue 14: one worker process drains at >= 0.8 of the raw loop
@@ -51,13 +47,6 @@ class Drained:
     cpu_us_per_job: float
 
 
-def _worker(url: str, tag: str, concurrency: int) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, REDIS_URL=url, PYTHONPATH=str(ROOT))
-    argv = [sys.executable, "-m", "echomq.cli", "worker", "bench.handlers:noop"]
-    argv += ["--tag", tag, "--concurrency", str(concurrency), "--lease-ms", "30000"]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def _span_s(client: redis.Redis, keys: Keyspace) -> float:
     """First claim to last finish over the done rows, in seconds of the server clock."""
     first, last = claim_span_ms(client, keys)
@@ -69,7 +58,7 @@ def drain(url: str, tag: str, count: int, *, processes: int = 1, concurrency: in
     asyncio.run(enqueue_batched(url, tag, count))
     client = redis.Redis.from_url(url)
     keys = Keyspace(tag)
-    procs = [_worker(url, tag, concurrency) for _ in range(processes)]
+    procs = [worker_process(url, tag, "noop", concurrency) for _ in range(processes)]
     try:
         # The CPU before the first claim: start-up (imports, connecting) is not the drain's.
         before = [cpu_s(p.pid) for p in procs]

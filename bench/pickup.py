@@ -33,33 +33,22 @@ import argparse
 import asyncio
 import multiprocessing
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Literal
 
 import redis
 
 from bench.processes import stop
-from bench.queue import limit_roundtrip
+from bench.queue import limit_roundtrip, worker_process
 from bench.report import Figure, Part, percentile, table
 from echomq import Bus, JobState, Worker, ids
 from echomq.testing.server import RedisProcess
 from echomq.worker.fetcher import IDLE_CAP_S
 from echomq.worker.runner import IDLE_COMMANDS_PER_MIN
 
-ROOT = Path(__file__).resolve().parent.parent
 PAUSE_S = 0.02  # between two samples: the worker finishes, claims nothing more and blocks again
 _SAME = f"PING from idle ({PAUSE_S * 1000:g} ms pause), same run"
 _RAW = "raw wake: LPUSH here, BLPOP in another process, from idle"
-
-
-def _worker(url: str, tag: str) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, REDIS_URL=url, PYTHONPATH=str(ROOT))
-    argv = [sys.executable, "-m", "echomq.cli", "worker", "bench.handlers:stamp", "--tag", tag]
-    argv += ["--concurrency", "1"]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def _result(bus: Bus, job: str) -> bytes:
@@ -81,7 +70,7 @@ def _ping_ms(client: redis.Redis) -> float:
 async def pickup_latencies(url: str, tag: str, samples: int) -> tuple[list[float], list[float]]:
     """Enqueue → the idle worker's handler starts, in ms, ``samples`` times (one worker process); and as
     many PING round trips of a blocking client, each after the same pause (see the module)."""
-    proc = _worker(url, tag)
+    proc = worker_process(url, tag, "stamp", 1)
     bus = Bus.from_url(url, tag=tag)
     client = redis.Redis.from_url(url)
     latencies, pings = [], []

@@ -9,10 +9,10 @@ reads ``used_memory`` and the tombstones left (fields of the shared tombstone ha
 row.
 
 Trims keep up when, once the soak's tombstone hashes are deleted at the end, ``used_memory`` is what it
-was before the soak (less its one tombstone): target ≤ 1.05, and no whole row is left; the tombstones'
-own bytes (``used_memory`` freed by deleting their hashes) per tombstone, target ≤ 120 B (issue 14's
-tombstone). (A ratio to "before + tombstones x the size after the first chunk" would read a hash
-table's power-of-two growth as a leak: one step of a million-field hash is 8 MB.)
+was before the soak (the first job's tombstone aside): target ≤ 1.05, and no whole row is left; the
+tombstones' own bytes (``used_memory`` freed by deleting their hashes) per tombstone, target ≤ 120 B
+(issue 14's tombstone). (A ratio to "before + tombstones x the size after the first chunk" would read a
+hash table's power-of-two growth as a leak: one step of a million-field hash is 8 MB.)
 :func:`bench_part` is the part of ``make bench``; ``python -m bench.soak --soak-jobs N`` runs it alone.
 """
 
@@ -106,16 +106,13 @@ async def _checkpoint(
     keys = Keyspace(TAG)
     claims = count_keys(client, f"{keys.prefix}claim:*")  # purges the expired ones
     # A trimmed job leaves its row: its tombstone is a field of a shared hash (Keyspace.tombstone).
-    hashes = list(client.scan_iter(match=f"{keys.prefix}tomb:*"))
-    tombstones = sum(int(client.hlen(key)) for key in hashes)
-    tomb_memory = sum(int(client.memory_usage(key, samples=0) or 0) for key in hashes)
+    tombstones = sum(int(client.hlen(key)) for key in client.scan_iter(match=f"{keys.prefix}tomb:*"))
     whole = count_keys(client, f"{keys.prefix}job:*") + int(client.zcard(keys.done))
     rows = tombstones + whole
     memory = used_memory(client)
     return {
         "finished": finished,
         "used_memory": memory,
-        "tomb_memory": tomb_memory,
         "rows": rows,
         "whole": whole,
         "claims": claims,
@@ -144,22 +141,20 @@ def soak(jobs: int, chunks: int = CHUNKS) -> dict[str, Any]:
         started = time.monotonic()
         try:
             points = asyncio.run(_soak(server.url, client, jobs, chunks))
-            stop([proc])
-            # What the tombstones hold, exactly: used_memory less what is left once their hashes are gone
-            # (a hash table caught mid-resize keeps two bucket arrays, which MEMORY USAGE may not count).
-            for key in list(client.scan_iter(match=f"{Keyspace(TAG).prefix}tomb:*")):
-                client.delete(key)
-            cleared = used_memory(client)
         finally:
             stop([proc])
-            client.close()
+        # What the tombstones hold, exactly: used_memory less what is left once their hashes are gone
+        # (MEMORY USAGE of a hash table caught mid-resize may not count its second bucket array).
+        for key in list(client.scan_iter(match=f"{Keyspace(TAG).prefix}tomb:*")):
+            client.delete(key)
+        cleared = used_memory(client)
+        client.close()
     return {"jobs": jobs, "checkpoints": points, "cleared": cleared, "seconds": time.monotonic() - started}
 
 
 def figures(result: dict[str, Any]) -> list[Figure]:
     before, after = result["checkpoints"][0], result["checkpoints"][-1]
-    rest_before = before["used_memory"] - before["tomb_memory"]
-    rest_after = result["cleared"]
+    rest_before, rest_after = before["used_memory"], result["cleared"]
     grown = after["rows"] - before["rows"]
     per_tombstone = (after["used_memory"] - result["cleared"]) / max(1, grown)
     n = f"{result['jobs']:,}"
