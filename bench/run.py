@@ -6,14 +6,14 @@ Each part is a module of ``bench`` run by name, in :data:`PARTS` order, each on 
 ``bench_part(args: argparse.Namespace) -> bench.report.Part`` (its figures, chart points and info);
 bench.game's ``add_arguments`` takes no ``quick`` (its quick sizes are set here).
 
-A part that raises is reported and the others
-still run. Output: the table on stdout, and ``bench/results/bench-latest.json`` (every figure, its
-target, ratio and whether met; each part's points and info; the machine), ``bench-latest.md`` (the
-machine line and the table, for the README) and ``bench-latest.png`` (:mod:`bench.chart`).
+A part that raises is reported and the others still run. Output: the table on stdout, and
+``bench/results/bench-latest.json`` (every figure, its target, ratio and whether met; each part's points
+and info; the machine), ``bench-latest.md`` (the machine line and the table, for the README) and
+``bench-latest.png`` (:mod:`bench.chart`).
 
     make bench                          # every part, full sizes
     make bench BENCH_ARGS=--quick       # small sizes: a smoke run in a few minutes
-    make bench BENCH_ARGS='--parts queue,scale --scale-jobs 20000'
+    make bench BENCH_ARGS='--parts drain,scale --scale-jobs 20000'
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ IDLE_S = 4.0  # a keep-alive connection idle this long is not reused (uvicorn cl
 
 
 def guess_request(port: int, round_id: str, token: str, guess: tuple[str, ...]) -> bytes:
-    """One keep-alive POST of a guess, as bytes: the load generator is a bare socket, so the figure is
-    the host's and not an HTTP client library's (which would share the machine's two cores with it)."""
+    """One keep-alive POST of a guess, as the bytes written to the socket."""
     body = json.dumps({"guess": list(guess)}).encode()
     head = (
         f"POST /api/rounds/{round_id}/guesses HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
