@@ -59,6 +59,10 @@ class RedisClusterProcesses:
             for i, client in enumerate(clients):
                 last = 16383 if i == len(clients) - 1 else (i + 1) * share - 1
                 _cluster(client, "ADDSLOTS", *range(i * share, last + 1))
+                # Distinct config epochs from the start, as redis-cli --cluster create sets them: left
+                # at 0, the nodes settle their collision by gossip after cluster_state:ok, and a slot
+                # moved meanwhile can fall back to its old owner (the target did not outrank it).
+                _cluster(client, "SET-CONFIG-EPOCH", i + 1)
             for client in clients[1:]:
                 _cluster(client, "MEET", "127.0.0.1", self.ports[0])
             deadline = time.monotonic() + START_TIMEOUT_S * 3

@@ -19,6 +19,7 @@ the script's earlier writes stay (see ``echomq/lua/includes/slot.lua``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +30,7 @@ from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.server import ServerError
 
 _MIGRATE_TIMEOUT_MS = 5000
+_AGREE_TIMEOUT_S = 10.0
 
 
 class ReshardError(ServerError):
@@ -122,6 +124,23 @@ class SlotMigration:
         for port in (self.target_port, self.source_port, *others):
             with self._client(port) as client:
                 _command(client, "CLUSTER", "SETSLOT", self.slot, "NODE", target_id)
+        self._await_agreement()
+
+    def _await_agreement(self) -> None:
+        """Wait until every node's CLUSTER SLOTS names the target for the slot (gossip has settled)."""
+        deadline = time.monotonic() + _AGREE_TIMEOUT_S
+        while True:
+            owners = set()
+            for port in self.cluster.ports:
+                with self._client(port) as client:
+                    for start, end, master, *_ in _command(client, "CLUSTER", "SLOTS"):
+                        if int(start) <= self.slot <= int(end):
+                            owners.add(int(master[1]))
+            if owners == {self.target_port}:
+                return
+            if time.monotonic() > deadline:
+                raise ReshardError(f"slot {self.slot}: the nodes name {sorted(owners)} as its owner")
+            time.sleep(0.02)
 
     def run(self) -> None:
         """The whole move at once: begin, every key, finish."""
