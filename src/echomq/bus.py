@@ -61,6 +61,11 @@ class Bus(BusCore):
             return cls(RedisCluster.from_url(url, **options), tag, settings)
         return cls(Redis.from_url(url, **options), tag, settings)
 
+    def route(self, lane: str) -> Bus:
+        """The bus that holds ``lane``: this one (a :class:`~echomq.partitions.PartitionedBus` picks
+        the lane's partition), so code written for either kind finds a claim's bus the same way."""
+        return self
+
     async def enqueue(
         self,
         job: str,

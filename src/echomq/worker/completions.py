@@ -32,6 +32,7 @@ from echomq import finish, jobs
 from echomq.core import finish_args
 from echomq.errors import EchoMQError, translate_redis_errors, translated
 from echomq.jobs import check_bytes
+from echomq.partitions import AnyBus, PartitionedBus
 from echomq.states import Finish
 
 if TYPE_CHECKING:
@@ -184,3 +185,27 @@ class Completions:
                 return await self.bus.scripts.run("complete", *finish.complete_call(self.bus, claim, result))
         except EchoMQError as exc:
             return exc
+
+
+class RoutedCompletions:
+    """Completes for a :class:`~echomq.partitions.PartitionedBus`: one :class:`Completions` per
+    partition, each claim's complete batched with the others of its partition."""
+
+    def __init__(self, bus: PartitionedBus) -> None:
+        self.bus = bus
+        self._parts = {part.tag: Completions(part) for part in bus.partitions}
+
+    @property
+    def waiting(self) -> int:
+        return sum(part.waiting for part in self._parts.values())
+
+    async def complete(self, claim: Claim, result: bytes) -> Finish:
+        return await self._parts[self.bus.route(claim.lane).tag].complete(claim, result)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(part.aclose() for part in self._parts.values()))
+
+
+def completions_for(bus: AnyBus) -> Completions | RoutedCompletions:
+    """The completes' batcher of a worker on ``bus``."""
+    return RoutedCompletions(bus) if isinstance(bus, PartitionedBus) else Completions(bus)

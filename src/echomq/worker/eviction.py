@@ -9,14 +9,14 @@ from typing import Any
 import redis
 from redis.exceptions import RedisClusterException
 
-from echomq.bus import Bus
+from echomq.partitions import AnyBus
 from echomq.errors import RedisUnavailable, translated
 from echomq.worker.logs import emit
 
 log = logging.getLogger("echomq.worker")
 
 
-async def check_eviction_policy(bus: Bus) -> bool:
+async def check_eviction_policy(bus: AnyBus) -> bool:
     """Warn if ``bus``'s Redis may evict keys; True when Redis could not be reached, to check again later.
 
     A server where CONFIG is renamed, disabled or denied is not checked (logged at DEBUG)."""

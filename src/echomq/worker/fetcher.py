@@ -132,7 +132,7 @@ class Fetcher:
         self.sweep_every_s = sweep_every_s
         self.idle_cap_s = IDLE_CAP_S
         self._stopping = stopping
-        self._pickup = Pickup(bus)
+        self.pickup = Pickup(bus)
         self._stop_watch: asyncio.Future[Any] | None = None
         self._blocked: asyncio.Future[Any] | None = None
         self._need_claim = True
@@ -158,7 +158,7 @@ class Fetcher:
             self._stop_watch.remove_done_callback(self._on_stop)
             self._stop_watch.cancel()
             self._stop_watch = None
-        await self._pickup.aclose()
+        await self.pickup.aclose()
 
     @property
     def claim_unanswered(self) -> bool:
@@ -169,8 +169,9 @@ class Fetcher:
         """Claim at the next :meth:`fetch` without blocking first (a slot freed, or an error passed)."""
         self._need_claim = True
 
-    def due_in(self, delay_s: float) -> None:
-        """A job becomes due ``delay_s`` from now (a retry this worker scheduled): wake for it then."""
+    def due_in(self, delay_s: float, lane: str | None = None) -> None:
+        """A job becomes due ``delay_s`` from now (a retry this worker scheduled on ``lane``): wake for
+        it then."""
         self._due_at = _earliest(self._due_at, time.monotonic() + max(0.0, delay_s))
 
     def _local(self, at_ms: int | None, server_ms: int, after_s: float = 0.0) -> float | None:
@@ -198,18 +199,9 @@ class Fetcher:
     async def fetch(self, free: int) -> list[Claim]:
         """Up to ``free`` claimed jobs; ``[]`` after a block that claimed none. Sweeps first when due,
         unless a claim is unanswered: that claim is asked again first (see :meth:`_claim`)."""
-        retry = self._lost is not None
-        if not retry:
-            await self.sweep_if_due()
-        if retry or self._need_claim:
-            # Free slots only grow while no claim is answered, so a retry's jobs fit the slots.
-            claimed = await self._claim(*(self._lost or (new_request(), free)))
-            # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time;
-            # but a retry answers with what the lost claim got, which says nothing about the lanes now.
-            self._need_claim = retry or len(claimed.jobs) == free
-            if claimed.jobs:
-                faults.at("worker.after_claim")
-                return claimed.jobs
+        jobs = await self.claim_step(free)
+        if jobs:
+            return jobs
         woke = await self._block(free)
         if woke is None:
             return []
@@ -217,6 +209,24 @@ class Fetcher:
         if woke.jobs:
             faults.at("worker.after_claim")
         return woke.jobs
+
+    async def claim_step(self, free: int) -> list[Claim]:
+        """The part of :meth:`fetch` before a block: sweep when due (unless a claim is unanswered), then
+        claim up to ``free`` when a claim is wanted (asking an unanswered claim again first); ``[]`` when
+        no claim was sent or it came back empty."""
+        retry = self._lost is not None
+        if not retry:
+            await self.sweep_if_due()
+        if not (retry or self._need_claim):
+            return []
+        # Free slots only grow while no claim is answered, so a retry's jobs fit the slots.
+        claimed = await self._claim(*(self._lost or (new_request(), free)))
+        # A full batch: the lanes may hold more. A short one: the ring emptied, so block next time;
+        # but a retry answers with what the lost claim got, which says nothing about the lanes now.
+        self._need_claim = retry or len(claimed.jobs) == free
+        if claimed.jobs:
+            faults.at("worker.after_claim")
+        return claimed.jobs
 
     async def _claim(self, request: str, count: int) -> Claimed:
         """Claim under ``request``; until an answer arrives, the request is kept for the retry.
@@ -285,7 +295,7 @@ class Fetcher:
         request = new_request()
         keys, args = claim_call(self.bus, free, self.lease_ms, self.owner, request)
         self._lost, self._lost_in_block = (request, free), True
-        self._blocked = asyncio.ensure_future(self._pickup.wait_and_claim(timeout, keys, args))
+        self._blocked = asyncio.ensure_future(self.pickup.wait_and_claim(timeout, keys, args))
         try:
             reply = await self._blocked
         except asyncio.CancelledError:

@@ -34,7 +34,7 @@ from echomq.worker import faults
 from echomq.worker.logs import emit
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
+    from echomq.partitions import AnyBus
     from echomq.jobs import Claim
     from echomq.worker.handler import Job
 
@@ -46,7 +46,7 @@ LeaseKey = tuple[str, int]  # (job id, attempts token): one claim
 class LeaseKeeper:
     """Extends the leases of the claims it tracks until they are untracked or revoked."""
 
-    def __init__(self, bus: Bus, lease_ms: int, on_revoked: Callable[[Claim], None] | None = None) -> None:
+    def __init__(self, bus: AnyBus, lease_ms: int, on_revoked: Callable[[Claim], None] | None = None) -> None:
         self.bus = bus
         self.on_revoked = on_revoked  # called in the keeper's thread
         self.lease_ms = lease_ms
@@ -106,7 +106,9 @@ class LeaseKeeper:
         if not batch or not self._started:
             return
         try:
-            replies = self._send([finish.extend_call(self.bus, claim, self.lease_ms) for claim in batch])
+            replies = self._send(
+                [finish.extend_call(self.bus.route(claim.lane), claim, self.lease_ms) for claim in batch]
+            )
             faults.at("worker.mid_extend")  # Redis renewed the leases; the replies are not read yet
         except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             emit(log, logging.WARNING, "lease.error", error=str(exc) or type(exc).__name__, jobs=len(batch))

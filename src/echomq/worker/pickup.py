@@ -92,6 +92,23 @@ class Pickup:
             await self.reset()
             raise
 
+    async def wait(self, timeout_s: float) -> bool:
+        """Block on the wake list alone up to ``timeout_s``; True if a token was popped (a partitioned
+        worker's block: :mod:`echomq.worker.rotation`). Raises like :meth:`wait_and_claim`."""
+        conn = await self._connection()
+        packed = conn.pack_command("BLPOP", self.bus.keys.wake, round(timeout_s, 3))
+        try:
+            async with asyncio.timeout(timeout_s + MARGIN_S):
+                with translate_redis_errors():
+                    await conn.send_packed_command(packed, check_health=False)
+                    return await conn.read_response() is not None
+        except TimeoutError:
+            await self.reset()
+            raise RedisUnavailable(f"no answer to a block within {timeout_s + MARGIN_S:g} s") from None
+        except BaseException:
+            await self.reset()
+            raise
+
     async def reset(self) -> None:
         """Drop the connection (a half-read exchange cannot be resumed); the next block opens one. On a
         cluster the node is asked for again: the slot may have moved."""

@@ -32,9 +32,10 @@ from echomq.worker import faults
 from echomq.worker.logs import emit
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
-    from echomq.worker.completions import Completions
+    from echomq.partitions import AnyBus
+    from echomq.worker.completions import Completions, RoutedCompletions
     from echomq.worker.fetcher import Fetcher
+    from echomq.worker.rotation import PartitionedFetcher
     from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
     from echomq.worker.lease_keeper import LeaseKeeper
     from echomq.worker.threads import DaemonThreads
@@ -51,7 +52,7 @@ _ERROR_LIMIT = 2000  # characters of an exception's text stored on the row
 class Runner(Protocol):
     """What the processor uses of its worker (:class:`echomq.worker.runner.Worker` is one)."""
 
-    bus: Bus
+    bus: AnyBus
     handler: Handler
     handler_is_async: bool
     job_timeout_s: float | None
@@ -59,8 +60,8 @@ class Runner(Protocol):
     counts: WorkerCounts
     threads: DaemonThreads
     keeper: LeaseKeeper
-    completions: Completions
-    fetcher: Fetcher
+    completions: Completions | RoutedCompletions
+    fetcher: Fetcher | PartitionedFetcher
     faults_armed: bool
 
     def hold_slot(self, thread: asyncio.Future[Any]) -> None: ...
@@ -235,14 +236,14 @@ async def _fail(worker: Runner, job: Job, error: str, *, retryable: bool) -> Non
     A lost reply, retried (with the same delay), is answered what the first call did (RETRYING or
     DEAD, see :func:`echomq.finish.fail`), so the fetcher still learns when the retry is due."""
     worker.keeper.untrack(job.claim)
-    delay_ms = backoff_ms(worker.bus, job.tries or job.attempt)
+    delay_ms = backoff_ms(worker.bus.route(job.lane), job.tries or job.attempt)
     outcome = await with_retries(
         worker, job, lambda: worker.bus.fail(job.claim, error, retryable=retryable, delay_ms=delay_ms)
     )
     if outcome is None:
         return
     if outcome is Failure.RETRYING:
-        worker.fetcher.due_in(delay_ms / 1000)
+        worker.fetcher.due_in(delay_ms / 1000, job.lane)
     if outcome is Failure.STALE:
         worker.counts.stale += 1
         emit(log, logging.WARNING, "job.stale", job=job.id, attempt=job.attempt, call="fail")

@@ -17,17 +17,18 @@ from dataclasses import asdict
 from typing import Any
 
 from echomq._validate import check_int
-from echomq.bus import Bus
+from echomq.partitions import AnyBus, PartitionedBus
 from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
 from echomq.states import Release
 from echomq.worker import faults, processor
-from echomq.worker.completions import Completions
+from echomq.worker.completions import completions_for
 from echomq.worker.eviction import check_eviction_policy
 from echomq.worker.fetcher import Fetcher, first_of
 from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
 from echomq.worker.lease_keeper import LeaseKeeper
+from echomq.worker.rotation import PartitionedFetcher
 from echomq.worker.logs import emit
 from echomq.worker.threads import DaemonThreads
 
@@ -64,7 +65,7 @@ class Worker:
 
     def __init__(
         self,
-        bus: Bus,
+        bus: AnyBus,
         handler: Handler,
         *,
         concurrency: int = 10,
@@ -96,7 +97,7 @@ class Worker:
         self.counts = WorkerCounts()
         self.keeper = LeaseKeeper(bus, self.lease_ms, on_revoked=self._on_revoked)
         self.threads = DaemonThreads(self.concurrency)
-        self.completions = Completions(bus)
+        self.completions = completions_for(bus)
         # Fault points are armed by the environment at start (tests only); unarmed, none is looked up.
         self.faults_armed = bool(os.environ.get(faults.ENV))
         self._tasks: dict[asyncio.Task[None], Job] = {}
@@ -104,8 +105,9 @@ class Worker:
         self._stopping = asyncio.Event()
         self._hurry = asyncio.Event()
         self._slot_freed = asyncio.Event()
-        self.fetcher = Fetcher(
-            bus,
+        fetcher = PartitionedFetcher if isinstance(bus, PartitionedBus) else Fetcher
+        self.fetcher: Fetcher | PartitionedFetcher = fetcher(
+            bus,  # type: ignore[arg-type]  # each class takes its own kind of bus
             lease_ms=self.lease_ms,
             owner=self.owner,
             sweep_every_s=self.sweep_every_s,

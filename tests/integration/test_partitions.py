@@ -1,0 +1,201 @@
+"""One logical queue over P partitions (echomq.partitions) on one real redis-server: each lane lives in
+the partition its name hashes to, calls route by lane or merge across partitions, claims rotate across
+partitions within the stated fairness bound, and a worker runs every job of every partition once."""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+
+import pytest
+
+from echomq import Admission, Failure, Finish, InvalidLane, InvalidOption, NewJob, UnknownJob, Worker, ids
+from echomq.errors import InvalidTag
+from echomq.partitions import PartitionedBus, partition_of, partition_tags
+from tests.support.workers import eventually, running
+
+P = 3
+
+
+@pytest.fixture
+async def pbus(redis_server, tag):
+    the_bus = PartitionedBus.from_url(redis_server.url, tag=tag, partitions=P)
+    yield the_bus
+    await the_bus.aclose()
+
+
+def _lanes_of(partition: int, count: int, prefix: str = "PLR") -> list[str]:
+    """``count`` lane names that hash to ``partition`` of P."""
+    names = (f"{prefix}{i}" for i in range(100_000))
+    return [n for n in names if partition_of(n, P) == partition][:count]
+
+
+def test_a_lanes_partition_is_a_stable_hash_of_its_name():
+    """CRC-32 of the name modulo P: the same in every process, and every partition gets lanes."""
+    assert partition_of("PLRalice", 3) == zlib.crc32(b"PLRalice") % 3
+    spread = {partition_of(f"PLR{i}", 3) for i in range(30)}
+    assert spread == {0, 1, 2}
+    assert partition_tags("cm", 3) == ["cm.0", "cm.1", "cm.2"]
+
+
+def test_bad_partition_counts_tags_and_lanes_are_refused():
+    with pytest.raises(InvalidOption):
+        partition_tags("cm", 0)
+    with pytest.raises(InvalidTag):
+        partition_tags("c{m", 2)
+    with pytest.raises(InvalidLane):
+        partition_of("bad lane", 3)
+
+
+async def test_a_job_lives_in_its_lanes_partition(pbus, sync_redis):
+    """Its row and its lane are keys of the lane's partition's tag, none of the others'."""
+    lane = _lanes_of(2, 1)[0]
+    job = ids.mint("JOB")
+    assert await pbus.enqueue(job, lane=lane, payload=b"g") is Admission.ADMITTED
+    assert await pbus.enqueue(job, lane=lane, payload=b"g") is Admission.DUPLICATE
+    home = pbus.partitions[2].keys
+    assert sync_redis.exists(home.job(job), home.lane(lane)) == 2
+    for other in pbus.partitions[:2]:
+        assert sync_redis.exists(other.keys.job(job), other.keys.lane(lane)) == 0
+    assert (await pbus.inspect(job)).state.value == "queued"
+
+
+async def test_a_batch_is_split_by_partition_and_answered_in_order(pbus):
+    lanes = [lane for p in range(P) for lane in _lanes_of(p, 2)]
+    batch = [NewJob(ids.mint("JOB"), lane, b"x") for lane in lanes]
+    repeat = [batch[4], NewJob(ids.mint("JOB"), lanes[0], b"y"), batch[1]]
+    assert await pbus.enqueue_many(batch) == [Admission.ADMITTED] * len(batch)
+    assert await pbus.enqueue_many(repeat) == [Admission.DUPLICATE, Admission.ADMITTED, Admission.DUPLICATE]
+    stats = await pbus.stats()
+    assert stats.queued == len(batch) + 1
+    assert stats.lanes_total == len(lanes)
+
+
+async def test_finishing_calls_route_by_the_claims_lane(pbus):
+    """complete, fail, extend and release each reach the claim's partition, fenced as on one bus."""
+    lanes = [_lanes_of(p, 1)[0] for p in range(P)]
+    await pbus.enqueue_many([NewJob(ids.mint("JOB"), lane, b"x", max_attempts=1) for lane in lanes])
+    claims = await pbus.claim(count=3, lease_ms=10_000)
+    assert sorted(c.lane for c in claims) == sorted(lanes)
+    done, dead, back = claims
+    assert (await pbus.extend(done, 20_000)).value == "extended"
+    assert await pbus.complete(done, b"r") is Finish.DONE
+    assert await pbus.complete(done, b"r") is Finish.DONE  # a retry of its own complete
+    assert await pbus.fail(dead, "boom", retryable=False) is Failure.DEAD
+    assert (await pbus.release(back)).value == "released"
+    stats = await pbus.stats()
+    assert (stats.done, stats.dead, stats.queued, stats.active) == (1, 1, 1, 0)
+    assert [job for job, _ in await pbus.dead_jobs()] == [dead.job]
+    assert await pbus.retry_dead(dead.job) is True
+    assert await pbus.retry_dead(dead.job) is False
+    assert (await pbus.stats()).queued == 2
+    with pytest.raises(UnknownJob):
+        await pbus.inspect(ids.mint("JOB"))
+
+
+async def test_dead_letters_merge_across_partitions_oldest_first(pbus):
+    lanes = [_lanes_of(p, 1)[0] for p in (2, 0, 1)]
+    dead = []
+    for lane in lanes:  # one death at a time, so their times are in this order
+        await pbus.enqueue(ids.mint("JOB"), lane=lane, payload=b"x")
+        [claim] = await pbus.claim(lease_ms=10_000)
+        assert await pbus.fail(claim, "no", retryable=False) is Failure.DEAD
+        dead.append(claim.job)
+        await asyncio.sleep(0.003)
+    assert [job for job, _ in await pbus.dead_jobs()] == dead
+    assert [job for job, _ in await pbus.dead_jobs(limit=2)] == dead[:2]
+    retried = await pbus.retry_all_dead()
+    assert (retried.listed, sorted(retried.moved)) == (3, sorted(dead))
+
+
+async def test_a_retried_claim_request_is_answered_with_the_same_jobs(pbus):
+    """A claim whose reply was lost is asked again by its request id: every partition it reached answers
+    with what it claimed, and nothing new is claimed."""
+    lanes = [lane for p in range(P) for lane in _lanes_of(p, 2)]
+    await pbus.enqueue_many([NewJob(ids.mint("JOB"), lane, b"x") for lane in lanes])
+    first = await pbus.claim(count=4, lease_ms=10_000, request="lost-1")
+    again = await pbus.claim(count=4, lease_ms=10_000, request="lost-1")
+    assert [(c.job, c.token) for c in again] == [(c.job, c.token) for c in first]
+    assert (await pbus.stats()).active == 4
+
+
+async def test_claims_rotate_within_the_fairness_bound(pbus):
+    """A lane that becomes non-empty behind W_p waiting lanes of its partition is served within
+    P * (W_p + c) jobs claimed, c at a time, however deep the other lanes are."""
+    waiting = {p: _lanes_of(p, 2 + 2 * p) for p in range(P)}  # 2, 4 and 6 deep lanes per partition
+    await pbus.enqueue_many(
+        [
+            NewJob(ids.mint("JOB"), lane, b"x")
+            for lanes in waiting.values()
+            for lane in lanes
+            for _ in range(30)
+        ]
+    )
+    for count in (1, 2):
+        for p in range(P):
+            newcomer = _lanes_of(p, 1, prefix=f"NEW{count}x")[0]
+            await pbus.enqueue(ids.mint("JOB"), lane=newcomer, payload=b"n")
+            bound = P * (len(waiting[p]) + count)
+            claimed = 0
+            while True:
+                batch = await pbus.claim(count=count, lease_ms=60_000)
+                assert batch, "the queue ran dry before the newcomer was served"
+                claimed += len(batch)
+                if any(c.lane == newcomer for c in batch):
+                    break
+                assert claimed < bound, f"lane of partition {p} not served within {bound} claims"
+            assert claimed <= bound
+
+
+async def test_a_worker_runs_every_job_of_every_partition_once(pbus):
+    """Jobs on lanes of every partition, enqueued before and while the worker idles (its blocks on the
+    three wake lists), each run once and completed."""
+    seen: list[str] = []
+
+    async def handler(job):
+        seen.append(job.id)
+
+    lanes = [lane for p in range(P) for lane in _lanes_of(p, 3)]
+    early = [NewJob(ids.mint("JOB"), lane, b"e") for lane in lanes]
+    await pbus.enqueue_many(early)
+    worker = Worker(pbus, handler, concurrency=4, lease_ms=5_000)
+    async with running(worker):
+        await eventually(lambda: len(seen) == len(early), what="the early jobs")
+        late = []
+        for p in (2, 0, 1):  # one at a time, onto an idle worker blocked on every partition
+            job = NewJob(ids.mint("JOB"), _lanes_of(p, 1, prefix="LATE")[0], b"l")
+            late.append(job)
+            await pbus.enqueue_many([job])
+            await eventually(lambda n=len(early) + len(late): len(seen) == n, what=f"a job of partition {p}")
+    assert sorted(seen) == sorted(j.job for j in [*early, *late])
+    stats = await pbus.stats()
+    assert (stats.done, stats.queued, stats.active) == (len(seen), 0, 0)
+
+
+async def test_a_token_popped_while_the_worker_is_busy_is_passed_on(pbus, sync_redis):
+    """A busy worker's block still waiting on a partition gives a token it pops back to the wake list,
+    so an idle worker wakes for the job (here: a second worker, blocked on that partition)."""
+    release = asyncio.Event()
+    ran: list[tuple[str, str]] = []
+
+    def make(name):
+        async def handler(job):
+            ran.append((name, job.lane))
+            if name == "busy":
+                await release.wait()
+
+        return handler
+
+    busy = Worker(pbus, make("busy"), concurrency=1, lease_ms=60_000)  # no lease timer in the test
+    async with running(busy):
+        await asyncio.sleep(0.3)  # blocked on all three wake lists
+        await pbus.enqueue(ids.mint("JOB"), lane=_lanes_of(0, 1)[0], payload=b"x")
+        await eventually(lambda: len(ran) == 1, what="the busy worker takes the first job")
+        # its blocks on partitions 1 and 2 still wait; a job there pops a token it cannot use
+        idle = Worker(pbus, make("idle"), concurrency=1, lease_ms=60_000)
+        async with running(idle):
+            await asyncio.sleep(0.3)
+            await pbus.enqueue(ids.mint("JOB"), lane=_lanes_of(1, 1)[0], payload=b"y")
+            await eventually(lambda: len(ran) == 2, timeout=5, what="someone runs the second job")
+            release.set()
+    assert ran[1][0] == "idle"
