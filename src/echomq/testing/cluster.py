@@ -11,7 +11,6 @@ import redis
 
 from echomq.testing.server import START_TIMEOUT_S, RedisProcess, ServerError, free_port
 
-
 REPLICA_NODE_TIMEOUT_MS = 2000  # a cluster with replicas fails a silent master over after about this
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import redis
 from redis.exceptions import RedisClusterException
 
-from echomq.partitions import AnyBus
 from echomq.errors import RedisUnavailable, translated
+from echomq.partitions import AnyBus
 from echomq.worker.logs import emit
 
 log = logging.getLogger("echomq.worker")

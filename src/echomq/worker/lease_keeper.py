@@ -34,8 +34,8 @@ from echomq.worker import faults
 from echomq.worker.logs import emit
 
 if TYPE_CHECKING:
-    from echomq.partitions import AnyBus
     from echomq.jobs import Claim
+    from echomq.partitions import AnyBus
     from echomq.worker.handler import Job
 
 log = logging.getLogger("echomq.lease_keeper")

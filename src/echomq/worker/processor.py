@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from echomq.partitions import AnyBus
     from echomq.worker.completions import Completions, RoutedCompletions
     from echomq.worker.fetcher import Fetcher
-    from echomq.worker.rotation import PartitionedFetcher
     from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
     from echomq.worker.lease_keeper import LeaseKeeper
+    from echomq.worker.rotation import PartitionedFetcher
     from echomq.worker.threads import DaemonThreads
 
 log = logging.getLogger("echomq.worker")

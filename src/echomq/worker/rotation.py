@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+
 from echomq.errors import EchoMQError, translate_redis_errors
 from echomq.jobs import Claim
 from echomq.partitions import PartitionedBus, partition_of

@@ -17,10 +17,10 @@ from dataclasses import asdict
 from typing import Any
 
 from echomq._validate import check_int
-from echomq.partitions import AnyBus, PartitionedBus
 from echomq.errors import EchoMQError, InvalidOption, RedisUnavailable, ScriptError
 from echomq.jobs import MAX_LEASE_MS, Claim
 from echomq.lanes import MAX_BATCH
+from echomq.partitions import AnyBus, PartitionedBus
 from echomq.states import Release
 from echomq.worker import faults, processor
 from echomq.worker.completions import completions_for
@@ -28,8 +28,8 @@ from echomq.worker.eviction import check_eviction_policy
 from echomq.worker.fetcher import Fetcher, first_of
 from echomq.worker.handler import DeadHook, Handler, Job, WorkerCounts
 from echomq.worker.lease_keeper import LeaseKeeper
-from echomq.worker.rotation import PartitionedFetcher
 from echomq.worker.logs import emit
+from echomq.worker.rotation import PartitionedFetcher
 from echomq.worker.threads import DaemonThreads
 
 __all__ = ["IDLE_COMMANDS_PER_MIN", "SWEEP_PERIOD_S", "Worker"]
