@@ -19,6 +19,7 @@ from echomq.errors import (
     InvalidPayload,
     InvalidTag,
     InvalidToken,
+    NotDurable,
     PayloadTooLarge,
     Permanent,
     RedisUnavailable,
@@ -29,6 +30,7 @@ from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob
 from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
+from echomq.partitions import PartitionedBus, partition_of
 from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
 from echomq.stats import LaneStats, Stats
 from echomq.sweep import SweepReport
@@ -61,6 +63,8 @@ __all__ = [
     "LaneStats",
     "Lease",
     "NewJob",
+    "NotDurable",
+    "PartitionedBus",
     "PayloadTooLarge",
     "Permanent",
     "RedisUnavailable",
@@ -74,4 +78,5 @@ __all__ = [
     "Worker",
     "WorkerCounts",
     "ids",
+    "partition_of",
 ]

@@ -142,6 +142,8 @@ class Bus(BusCore):
         return [(job.decode(), int(score)) for job, score in rows]
 
     async def aclose(self) -> None:
+        if self.durable is not None:
+            await self.durable.aclose()
         if self.wire is not None:
             await self.wire.release()
         await self.redis.aclose()

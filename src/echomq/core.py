@@ -14,6 +14,7 @@ from redis.asyncio import Redis, RedisCluster
 
 from echomq._validate import check_int
 from echomq._wire import async_wire, plain_async
+from echomq.durable import DurableWire
 from echomq.keyspace import Keyspace
 from echomq.scripts import AsyncScripts
 
@@ -49,6 +50,9 @@ class Settings:
     dead_ttl_ms: int = 180 * 24 * 3600 * 1000  # a dead row is kept whole this long (as Sidekiq's dead set)
     backoff_base_ms: int = 1000  # first retry delay (before jitter)
     backoff_cap_ms: int = 3600 * 1000  # longest retry delay
+    # Durable admission (echomq.durable): acknowledge an enqueue once this many replicas hold it.
+    wait_replicas: int = 0  # 0: acknowledged when the master ran it (the default on one server)
+    wait_timeout_ms: int = 1000  # how long an admission waits for them before NotDurable
 
     @property
     def id_span_ms(self) -> int:
@@ -62,6 +66,8 @@ class Settings:
             check_int(name, getattr(self, name), 1)
         for name in ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms"):
             check_int(name, getattr(self, name), 0)
+        check_int("wait_replicas", self.wait_replicas, 0, 16)
+        check_int("wait_timeout_ms", self.wait_timeout_ms, 1, 60_000)
 
 
 Client = Redis | RedisCluster
@@ -82,6 +88,7 @@ class BusCore:
         # a connection of its own for them (shared by the buses of one client) until it closes.
         self.wire = async_wire(redis) if plain_async(redis) else None
         self.scripts = AsyncScripts(redis, wire=self.wire)
+        self.durable = DurableWire(self) if self.settings.wait_replicas else None
 
     @property
     def is_cluster(self) -> bool:

@@ -84,6 +84,11 @@ class RedisUnavailable(EchoMQError, ConnectionError):
     client's redirections ran out; then nothing was done. Either way, calling again later is the remedy."""
 
 
+class NotDurable(RedisUnavailable):
+    """A durable admission ran on the master but fewer replicas than asked acknowledged it in time
+    (``Settings.wait_replicas``, :mod:`echomq.durable`). Retry it: an admission is idempotent."""
+
+
 class Permanent(EchoMQError):
     """Raised by a worker handler: the job can never succeed, so it is dead-lettered without a retry.
 

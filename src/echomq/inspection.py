@@ -8,7 +8,9 @@ Read-only: nothing here writes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+from redis.asyncio import RedisCluster
 
 from echomq import ids, rows
 from echomq.errors import UnknownJob, translate_redis_errors
@@ -75,10 +77,15 @@ async def inspect(bus: BusCore, job: str) -> JobInfo:
         if info is not None:
             return info
         key, field = bus.keys.tombstone(job)
-        async with bus.redis.pipeline(transaction=False) as pipe:
-            pipe.hget(key, field)
-            pipe.time()
-            value, now = await pipe.execute()
+        if isinstance(bus.redis, RedisCluster):  # its pipeline refuses TIME: the slot's node's clock
+            value = cast(bytes | None, await bus.redis.hget(key, field))
+            node = bus.redis.get_node_from_key(key)
+            now = await bus.redis.execute_command("TIME", target_nodes=node)
+        else:
+            async with bus.redis.pipeline(transaction=False) as pipe:
+                pipe.hget(key, field)
+                pipe.time()
+                value, now = await pipe.execute()
     return tombstone_info(bus, job, value, now)
 
 

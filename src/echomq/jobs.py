@@ -171,6 +171,8 @@ async def enqueue(
     Lost reply: the job is admitted; the retry (same id, lane and payload) answers ``DUPLICATE`` and
     changes nothing, so treat ``DUPLICATE`` as success."""
     keys, args = enqueue_call(bus, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
+    if bus.durable is not None:
+        return admissions(await bus.durable.run("enqueue", [(keys, args)]))[0]
     with translate_redis_errors():
         return admission(await bus.scripts.run("enqueue", keys, args))
 
@@ -198,6 +200,8 @@ async def enqueue_many(bus: BusCore, jobs: Iterable[NewJob]) -> list[Admission]:
     calls = [enqueue_call(bus, spec) for spec in jobs]
     if not calls:
         return []
+    if bus.durable is not None:
+        return admissions(await bus.durable.run("enqueue", calls))
     with translate_redis_errors():
         if bus.is_cluster:
             replies = await run_each(bus, "enqueue", calls)

@@ -280,6 +280,8 @@ class PartitionedBus:
 
     async def aclose(self) -> None:
         for bus in self.partitions:
+            if bus.durable is not None:
+                await bus.durable.aclose()
             if bus.wire is not None:
                 await bus.wire.release()
         await self.redis.aclose()

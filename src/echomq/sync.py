@@ -59,6 +59,8 @@ class SyncBus:
         self.redis = redis
         self.keys = Keyspace(tag)
         self.settings = settings or Settings()
+        if self.settings.wait_replicas:  # never acknowledge as durable what was not waited for
+            raise InvalidOption("durable admission (wait_replicas) is asyncio-only: use echomq.Bus")
         self.scripts = SyncScripts(redis, wire=SyncWire(redis) if plain_sync(redis) else None)
 
     @classmethod

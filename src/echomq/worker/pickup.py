@@ -54,6 +54,7 @@ class Pickup:
 
     async def _connection(self) -> AbstractConnection:
         if self._conn is None:
+            await self.aclose()  # a client whose connection failed to open is closed, not dropped
             with translate_redis_errors():
                 if isinstance(self.bus.redis, redis.asyncio.RedisCluster):
                     client = await node_twin(self.bus.redis, self.bus.keys.wake, socket_timeout=None)

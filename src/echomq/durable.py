@@ -1,0 +1,117 @@
+"""Durable admission: an enqueue acknowledged only once a replica holds it (``Settings.wait_replicas``).
+
+Redis replicates asynchronously: a master acknowledges a script as soon as it ran, and a master that
+dies before its replica received the script's effects takes them with it; the replica promoted in its
+place never saw them. Without this option, an admission acknowledged less than a replication round
+trip before a failover (typically under a millisecond, longer under load or a slow link) can be lost
+whole: the job, its row and its tombstone are gone, so a producer's retry admits it anew (nothing is
+doubled, but a producer that does not retry loses the job). A finish is lost the same way and whole (the
+job runs again, under the promoted replica's attempts token), never half: a script's effects replicate
+as one unit.
+
+With ``wait_replicas=n`` each admission is sent, on one connection to the master that owns the bus's
+slot, as ``EVALSHA enqueue ...``, ``HINCRBY stats durable 1`` and ``WAIT n timeout`` in one round
+trip. ``WAIT`` returns once ``n`` replicas acknowledged every write of that connection so far; the
+HINCRBY is a write on that connection in any case, so a retried admission (answered DUPLICATE, which
+writes nothing) waits too, until the replicas hold everything its first try wrote. Fewer than ``n``
+acknowledgements within ``wait_timeout_ms`` raises :class:`~echomq.errors.NotDurable` (a
+:class:`~echomq.errors.RedisUnavailable`: the admission ran on the master but is not known to be on a
+replica; retry it, it is idempotent). On a failover the connection fails or the node answers MOVED: the
+cluster map is read again and the call raises RedisUnavailable, for the caller's retry to reach the new
+master.
+
+What it proves: with one replica per master (the failover promotes that replica), an admission
+acknowledged under ``wait_replicas=1`` survives the master's death. With several replicas, ``WAIT 1``
+proves one holds it and Redis promotes the replica with the most data, but a promotion of another one
+can still lose it: wait for all of them. ``WAIT`` is not a consensus: a replica that acknowledged can
+itself die before the failover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import redis.asyncio
+import redis.exceptions
+from redis.asyncio import Redis, RedisCluster
+
+from echomq._clients import _cluster_options
+from echomq.errors import NotDurable, RedisUnavailable, translate_redis_errors
+
+if TYPE_CHECKING:
+    from echomq.core import BusCore
+
+
+class DurableWire:
+    """A bus's connection to the master that owns its slot, for admissions followed by ``WAIT``."""
+
+    def __init__(self, bus: BusCore) -> None:
+        self.bus = bus
+        self._node: Redis | None = None  # on a cluster: a plain client to the slot's master
+        self._opening = asyncio.Lock()
+        self._retired: list[Redis] = []  # node clients given up after a failover or a moved slot
+
+    async def _client(self) -> Redis:
+        client = self.bus.redis
+        if not isinstance(client, RedisCluster):
+            return client  # a pipeline of a plain client holds one connection for its round trip
+        async with self._opening:  # concurrent admissions share one node client, none left unclosed
+            if self._node is None:
+                await client.initialize()
+                node = client.get_node_from_key(self.bus.keys.ring)
+                if node is None:
+                    raise RedisUnavailable(f"no cluster node owns the slot of {self.bus.keys.ring}")
+                _, options = _cluster_options(client)
+                self._node = Redis(host=node.host, port=int(node.port), decode_responses=False, **options)
+            return self._node
+
+    async def run(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Run script ``name`` once per call, then wait for the replicas; the replies (an error reply
+        as its value). Raises NotDurable or RedisUnavailable (see the module doc)."""
+        settings = self.bus.settings
+        scripts = [self.bus.scripts.get(name, keys) for keys, _ in calls]
+        client = await self._client()
+        try:
+            with translate_redis_errors():
+                pipe: Any
+                async with client.pipeline(transaction=False) as pipe:
+                    for script, (keys, args) in zip(scripts, calls, strict=True):
+                        await script(keys=keys, args=args, client=pipe)
+                    pipe.hincrby(self.bus.keys.stats, "durable", 1)
+                    pipe.execute_command("WAIT", settings.wait_replicas, settings.wait_timeout_ms)
+                    replies: list[Any] = await pipe.execute(raise_on_error=False)
+        except RedisUnavailable:
+            await self._forget(client)
+            raise
+        moved = [r for r in replies if isinstance(r, redis.exceptions.MovedError | redis.exceptions.AskError)]
+        if moved:  # the slot has another master now (a failover, a reshard): find it, let the caller retry
+            await self._forget(client)
+            raise RedisUnavailable(f"the bus's slot moved ({moved[0]}); retry the admission")
+        acked = replies[-1]
+        if isinstance(acked, Exception) or int(acked) < settings.wait_replicas:
+            raise NotDurable(
+                f"{acked} of {settings.wait_replicas} replicas acknowledged within "
+                f"{settings.wait_timeout_ms} ms: admitted on the master, not known to be on a replica"
+            )
+        return replies[: len(calls)]
+
+    async def _forget(self, failed: Redis) -> None:
+        """Stop using the node client ``failed`` and read the cluster's map again (the next call finds
+        the master). Other admissions may still be mid-call on it, and redis-py may reconnect one of
+        theirs after a close, so it is closed now and again at :meth:`aclose`: none is left open."""
+        if failed is self._node:
+            self._node = None
+            self._retired.append(failed)
+            await failed.aclose()
+        if isinstance(self.bus.redis, RedisCluster):
+            try:
+                await self.bus.redis.nodes_manager.initialize()
+            except (redis.exceptions.RedisError, OSError):
+                pass  # the cluster is still electing: the next call reads the map again
+
+    async def aclose(self) -> None:
+        clients = [*self._retired, *([self._node] if self._node is not None else [])]
+        self._node, self._retired = None, []
+        for client in clients:
+            await client.aclose()
