@@ -30,6 +30,7 @@ itself die before the failover.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import redis.asyncio
@@ -105,10 +106,9 @@ class DurableWire:
             self._retired.append(failed)
             await failed.aclose()
         if isinstance(self.bus.redis, RedisCluster):
-            try:
+            # the cluster may still be electing: the next call reads the map again
+            with contextlib.suppress(redis.exceptions.RedisError, OSError):
                 await self.bus.redis.nodes_manager.initialize()
-            except (redis.exceptions.RedisError, OSError):
-                pass  # the cluster is still electing: the next call reads the map again
 
     async def aclose(self) -> None:
         clients = [*self._retired, *([self._node] if self._node is not None else [])]

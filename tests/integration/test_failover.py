@@ -47,24 +47,27 @@ def test_a_blocking_producer_refuses_the_durable_setting():
 async def test_a_durable_admission_returns_once_the_replica_holds_it(tag):
     """With a replica, each admission (and a batch, and a duplicate) comes back once the replica holds
     it: read from the replica right after, it is there."""
-    with RedisProcess(appendonly=False) as master, RedisProcess(appendonly=False) as replica:
-        with redis.Redis(port=replica.port) as client:
-            client.replicaof("127.0.0.1", master.port)
-            await eventually(lambda: client.info("replication")["master_link_status"] == "up")
-            bus = Bus.from_url(master.url, tag=tag, settings=DURABLE)
-            try:
-                job = ids.mint("JOB")
-                assert await bus.enqueue(job, lane="PLRa", payload=b"g") is Admission.ADMITTED
-                assert client.exists(bus.keys.job(job)) == 1
-                batch = [NewJob(ids.mint("JOB"), "PLRb", b"h") for _ in range(5)]
-                assert await bus.enqueue_many([*batch, NewJob(job, "PLRa", b"g")]) == [
-                    *[Admission.ADMITTED] * 5,
-                    Admission.DUPLICATE,
-                ]
-                assert all(client.exists(bus.keys.job(new.job)) for new in batch)
-                assert int(client.hget(bus.keys.stats, "durable")) == 2
-            finally:
-                await bus.aclose()
+    with (
+        RedisProcess(appendonly=False) as master,
+        RedisProcess(appendonly=False) as replica,
+        redis.Redis(port=replica.port) as client,
+    ):
+        client.replicaof("127.0.0.1", master.port)
+        await eventually(lambda: client.info("replication")["master_link_status"] == "up")
+        bus = Bus.from_url(master.url, tag=tag, settings=DURABLE)
+        try:
+            job = ids.mint("JOB")
+            assert await bus.enqueue(job, lane="PLRa", payload=b"g") is Admission.ADMITTED
+            assert client.exists(bus.keys.job(job)) == 1
+            batch = [NewJob(ids.mint("JOB"), "PLRb", b"h") for _ in range(5)]
+            assert await bus.enqueue_many([*batch, NewJob(job, "PLRa", b"g")]) == [
+                *[Admission.ADMITTED] * 5,
+                Admission.DUPLICATE,
+            ]
+            assert all(client.exists(bus.keys.job(new.job)) for new in batch)
+            assert int(client.hget(bus.keys.stats, "durable")) == 2
+        finally:
+            await bus.aclose()
 
 
 # --- a failover on a cluster with replicas --------------------------------------------------------
