@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from codemojex.errors import InvalidOption, NameTaken, ScriptError, UnknownPlayer
 from codemojex.game import Game, encode_prices, translate_errors
-from codemojex.keys import PLAYER, check_digest
+from codemojex.keys import PLAYER, check_digest, check_id
 from codemojex.names import check_name, skeleton, variants
 from echomq import ids
 
@@ -89,7 +89,9 @@ def register_args(game: Game, player_id: str, display: str, digest: str = "") ->
     ]
 
 
-async def register(game: Game, name: str, *, token: str | None = None) -> Player:
+async def register(
+    game: Game, name: str, *, token: str | None = None, player_id: str | None = None
+) -> Player:
     """A new player with the starting grant (every credit in their ledger); with ``token`` (from
     :func:`new_token`), that token names them from now on. The name is checked and normalised by
     :func:`codemojex.names.check_name` (:class:`InvalidName`); a name that looks like another player's
@@ -97,10 +99,11 @@ async def register(game: Game, name: str, *, token: str | None = None) -> Player
 
     A lost reply: the player may or may not exist, and a new call registers another one. redis-py's own
     retry of the command after a timeout reuses the same id and arguments, so it grants once and
-    answers the first run's player."""
+    answers the first run's player. ``player_id``, fresh, may be minted by the caller
+    (:mod:`codemojex.spread` mints one of the partition the name belongs to)."""
     display = check_name(name)
     digest = "" if token is None else check_digest(token_digest(check_token(token)))
-    player_id = ids.mint(PLAYER)
+    player_id = ids.mint(PLAYER) if player_id is None else check_id(player_id, PLAYER)
     reply = await game.run(
         "register",
         register_keys(game, player_id, digest or None),

@@ -75,7 +75,7 @@ async def server_ms(game: Game) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def _check_seconds(name: str, value: object, low: float, high: float) -> float:
+def check_seconds(name: str, value: object, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
         raise InvalidOption(f"{name} is a number of seconds in [{low}, {high}], got {value!r}")
     return float(value)
@@ -92,11 +92,14 @@ async def open_round(
     max_guesses: int | None = None,
     secret: list[str] | tuple[str, ...] | None = None,
     round_id: str | None = None,
+    opens_at_ms: int | None = None,
 ) -> Round:
     """Open a round; defaults: a random keyboard of ``settings.keyboard_size`` emoji, the settings' price
         list, open now, until closed, no guess limit, a secret drawn with :mod:`secrets`. ``secret`` may be
         given (an operator's fixed puzzle, and tests); it must be six keys of the keyboard. ``round_id`` is
-    minted here unless given (:mod:`codemojex.round_jobs` mints it on the host).
+    minted here unless given (:mod:`codemojex.round_jobs` mints it on the host). ``opens_at_ms`` (on the
+    server clock, instead of ``delay_s``) opens it at that instant: a round spread over partitions
+    (:mod:`codemojex.spread`) opens and closes at the same instant in each.
 
         A lost reply: the round may or may not exist, and a new call opens another one. redis-py's own retry
         of the command after a timeout reuses the same id and arguments, so it makes no second round and
@@ -108,10 +111,14 @@ async def open_round(
     else:
         board = keyboard if isinstance(keyboard, kb.Keyboard) else kb.Keyboard.of(keyboard)
     price_list = game.settings.prices if prices is None else check_prices(prices)
-    delay = _check_seconds("delay_s", delay_s, 0, MAX_DURATION_S)
-    duration = 0.0 if duration_s is None else _check_seconds("duration_s", duration_s, 1, MAX_DURATION_S)
+    delay = check_seconds("delay_s", delay_s, 0, MAX_DURATION_S)
+    duration = 0.0 if duration_s is None else check_seconds("duration_s", duration_s, 1, MAX_DURATION_S)
     if max_guesses is not None:
         check_int("max_guesses", max_guesses, 1, MAX_GUESSES_LIMIT)
+    if opens_at_ms is not None:
+        check_int("opens_at_ms", opens_at_ms, 1, 2**53)
+        if delay:
+            raise InvalidOption("give a delay or an opening time, not both")
     code = codes.draw_secret(board, LENGTH) if secret is None else codes.parse_guess(list(secret), board)
     round_id = ids.mint(ROUND) if round_id is None else check_id(round_id, ROUND)
     keys = game.keys
@@ -127,6 +134,7 @@ async def open_round(
             int(duration * 1000),
             max_guesses or 0,
             json.dumps(list(code), ensure_ascii=False),
+            opens_at_ms or 0,
         ],
     )
     if int(reply[0]) != 1:  # a freshly minted id names this call alone (1 also on a retried run)

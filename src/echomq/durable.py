@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import redis.asyncio
 import redis.exceptions
@@ -39,15 +39,32 @@ from redis.asyncio import Redis, RedisCluster
 
 from echomq._clients import _cluster_options
 from echomq.errors import NotDurable, RedisUnavailable, translate_redis_errors
+from echomq.keyspace import Keyspace
+from echomq.scripts import AsyncScripts
 
-if TYPE_CHECKING:
-    from echomq.core import BusCore
+
+class _Waits(Protocol):
+    @property
+    def wait_replicas(self) -> int: ...
+    @property
+    def wait_timeout_ms(self) -> int: ...
+
+
+class DurableBus(Protocol):
+    """What the wire needs of a bus (:class:`echomq.core.BusCore` has it; no import back to it)."""
+
+    redis: Redis | RedisCluster
+    keys: Keyspace
+    scripts: AsyncScripts
+
+    @property
+    def settings(self) -> _Waits: ...
 
 
 class DurableWire:
     """A bus's connection to the master that owns its slot, for admissions followed by ``WAIT``."""
 
-    def __init__(self, bus: BusCore) -> None:
+    def __init__(self, bus: DurableBus) -> None:
         self.bus = bus
         self._node: Redis | None = None  # on a cluster: a plain client to the slot's master
         self._opening = asyncio.Lock()

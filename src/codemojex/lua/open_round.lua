@@ -21,6 +21,8 @@
     ARGV[6] duration (ms the round stays open; 0 = until closed)
     ARGV[7] max guesses per player (0 = no limit)
     ARGV[8] secret (JSON list of `length` keys of the keyboard)
+    ARGV[9] opens at (ms on the server clock; optional, 0 or absent = now + delay): a round spread
+            over partitions (codemojex.spread) opens and closes at the same instant in each of them
 
   Output:
     { 1, opens_ms }  created, now or by an earlier call with the same arguments
@@ -28,8 +30,8 @@
 ]]
 local roundKey, secretKey, roundsKey, liveKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local roundId, keyboard, length, prices = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local delayMs, durationMs, maxGuesses, secret =
-  tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8]
+local delayMs, durationMs, maxGuesses, secret, opensAt =
+  tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8], tonumber(ARGV[9] or '0') or 0
 
 local existing = redis.call('HMGET', roundKey, 'opens', 'keyboard', 'length', 'prices', 'max_guesses')
 if existing[1] then
@@ -41,6 +43,7 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local opens = now + delayMs
+if opensAt > 0 then opens = opensAt end
 local closes = 0
 if durationMs > 0 then closes = opens + durationMs end
 redis.call('HSET', roundKey, 'keyboard', keyboard, 'length', length, 'prices', prices,

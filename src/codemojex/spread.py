@@ -1,0 +1,204 @@
+"""One game spread over the partitions of an :class:`echomq.PartitionedBus`: on a Redis Cluster, over
+every master, with each script still run whole in one slot.
+
+**Layout.** Partition ``i`` is a whole game keyspace on the tag ``<tag>.<i>`` (``cmx:{<tag>.<i>}:...``
+beside its bus ``emq:{<tag>.<i>}:...``), held by a :class:`~codemojex.game.Game` of its own. A player
+lives in exactly one partition, with everything a script touches with their guesses: their lane (the
+player id), record, wallet, ledger, locks, standing, records and stats. So ``submit.lua`` still
+validates, charges and admits in one script and ``score.lua`` still applies the effect and completes in
+one, and every guarantee of the one-slot game holds in each partition, so for the whole game.
+
+**Which partition.** The one the player's *name* hashes to (CRC-32 of its look-alike skeleton,
+:func:`codemojex.names.skeleton`, modulo P), and their id is minted until its lane hashes there too
+(:func:`echomq.partitions.partition_of`: about P tries, all local). So the partition's ``names`` hash
+sees every name that looks like theirs and a look-alike is :class:`~codemojex.errors.NameTaken` across
+the whole game, in register.lua's one step; and the queue routes their guesses by lane to the same
+partition.
+
+**Rounds.** A round is written to every partition when it opens: the same id, keyboard, prices, guess
+limit, secret (for the score workers of each partition), opening and closing instants. The instants are
+absolute, read once from one server's clock; each partition's scripts then decide open
+or closed by their own server clock against them, so every partition closes at the same instant (to the
+agreement of the servers' clocks: the same on one machine, NTP's on several). Opening is P idempotent
+scripts (``open_round.lua`` with a given id): after a lost reply or a crash midway, :func:`open_round`
+again with the same ``round_id`` and arguments writes the partitions not reached yet and changes none
+already written; until then such a partition refuses the round's guesses as
+:class:`~codemojex.errors.UnknownRound` (nothing charged).
+
+**The board** of each partition ranks its own players; :func:`read_board` merges the partitions' pages
+on read (a k-way merge by :func:`codemojex.ranking.sort_key`, a total order), so the merged board is the
+ranking of every partition's records (:func:`scored_records`, :func:`codemojex.leaderboard.recompute`),
+whichever worker scored what, in whatever order and however often.
+
+**Growing P** (see :mod:`echomq.partitions`): a spread game keeps its P; a new P is a new game tag whose
+rounds open with it, while the old one's rounds end and conclude.
+
+Not spread yet: the web host (tokens name a player without naming a partition), the round schedule,
+conclusion and history (one partition's upkeep), operator jobs on the ``operator`` lane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import zlib
+from collections.abc import Sequence
+
+from codemojex import codes, leaderboard, players, ranking, rounds
+from codemojex import keyboard as kb
+from codemojex.engine import LENGTH
+from codemojex.game import Game, GameSettings, check_int
+from codemojex.guesses import GuessRecord, Submission
+from codemojex.guesses import submit as submit_one
+from codemojex.keys import PLAYER, ROUND, check_id
+from codemojex.names import check_name, skeleton
+from codemojex.players import Player
+from codemojex.score_worker import ScoreWorker
+from echomq import Finish, Job, ids
+from echomq.core import Settings
+from echomq.partitions import PartitionedBus, partition_of
+
+MINT_TRIES = 100_000  # ids minted to land one in a partition: about P are needed, P <= 1024
+
+
+class SpreadGame:
+    """The game over ``pbus``'s partitions (see the module doc)."""
+
+    def __init__(self, pbus: PartitionedBus, settings: GameSettings | None = None) -> None:
+        self.pbus = pbus
+        self.settings = settings or GameSettings()
+        self.games = [Game(bus, self.settings) for bus in pbus.partitions]
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        tag: str = "cm",
+        partitions: int = 3,
+        settings: GameSettings | None = None,
+        bus_settings: Settings | None = None,
+        *,
+        cluster: bool = False,
+        max_connections: int | None = None,
+    ) -> SpreadGame:
+        """A game over ``partitions`` tags of a new client for ``url`` (``cluster=True`` for a cluster)."""
+        pbus = PartitionedBus.from_url(
+            url, tag, partitions, bus_settings, cluster=cluster, max_connections=max_connections
+        )
+        return cls(pbus, settings)
+
+    def partition_of_player(self, player_id: str) -> int:
+        return partition_of(check_id(player_id, PLAYER), len(self.games))
+
+    def game_of(self, player_id: str) -> Game:
+        """The partition's game that holds ``player_id``."""
+        return self.games[self.partition_of_player(player_id)]
+
+    def partition_of_name(self, name: str) -> int:
+        """The partition a player called ``name`` lives in (the name checked: InvalidName)."""
+        return zlib.crc32(skeleton(check_name(name)).encode()) % len(self.games)
+
+    async def aclose(self) -> None:
+        await self.pbus.aclose()
+
+    async def __aenter__(self) -> SpreadGame:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def mint_player_id(partition: int, partitions: int) -> str:
+    """A fresh player id whose lane falls in ``partition`` of ``partitions``."""
+    for _ in range(MINT_TRIES):
+        player_id = ids.mint(PLAYER)
+        if partition_of(player_id, partitions) == partition:
+            return player_id
+    raise AssertionError(f"no id of partition {partition} of {partitions} in {MINT_TRIES} tries")
+
+
+async def register(spread: SpreadGame, name: str, *, token: str | None = None) -> Player:
+    """:func:`codemojex.players.register` in the partition of ``name`` (see the module doc); the same
+    errors, NameTaken across the whole game. A lost reply: as there (a new call registers anew)."""
+    partition = spread.partition_of_name(name)
+    player_id = mint_player_id(partition, len(spread.games))
+    return await players.register(spread.games[partition], name, token=token, player_id=player_id)
+
+
+async def open_round(
+    spread: SpreadGame,
+    *,
+    keyboard: kb.Keyboard | str | list[str] | None = None,
+    size: int | None = None,
+    prices: object = None,
+    delay_s: float = 0,
+    duration_s: float | None = None,
+    max_guesses: int | None = None,
+    secret: list[str] | tuple[str, ...] | None = None,
+    round_id: str | None = None,
+    opens_at_ms: int | None = None,
+) -> rounds.Round:
+    """Open one round in every partition, at the same instants (see the module doc); the arguments as
+    :func:`codemojex.rounds.open_round`'s. To mend a lost reply or a crash midway, call again with the
+    ``round_id``, ``keyboard``, ``secret`` and ``opens_at_ms`` this call used (the returned round's)."""
+    if keyboard is None:
+        board = kb.random_keyboard(spread.settings.keyboard_size if size is None else size)
+    else:
+        board = keyboard if isinstance(keyboard, kb.Keyboard) else kb.Keyboard.of(keyboard)
+    code = codes.draw_secret(board, LENGTH) if secret is None else codes.parse_guess(list(secret), board)
+    round_id = ids.mint(ROUND) if round_id is None else check_id(round_id, ROUND)
+    if opens_at_ms is None:
+        delay_ms = round(rounds.check_seconds("delay_s", delay_s, 0, rounds.MAX_DURATION_S) * 1000)
+        opens_at_ms = await rounds.server_ms(spread.games[0]) + delay_ms
+    opened = await asyncio.gather(
+        *(
+            rounds.open_round(
+                game, keyboard=board, prices=prices, duration_s=duration_s, max_guesses=max_guesses,
+                secret=list(code), round_id=round_id, opens_at_ms=opens_at_ms,
+            )
+            for game in spread.games
+        )
+    )  # fmt: skip
+    return opened[0]
+
+
+async def submit(
+    spread: SpreadGame,
+    round_id: str,
+    player_id: str,
+    guess: str | Sequence[str | None],
+    *,
+    job_id: str | None = None,
+) -> Submission:
+    """:func:`codemojex.guesses.submit` in the player's partition: one script, the same answers."""
+    return await submit_one(spread.game_of(player_id), round_id, player_id, guess, job_id=job_id)
+
+
+class SpreadScoreWorker:
+    """``SpreadScoreWorker(spread).handle`` is the handler of an :class:`echomq.Worker` on
+    ``spread.pbus``: each job is scored by its lane's partition (a :class:`ScoreWorker` each)."""
+
+    def __init__(self, spread: SpreadGame) -> None:
+        self.spread = spread
+        self.workers = [ScoreWorker(game) for game in spread.games]
+
+    async def handle(self, job: Job) -> Finish | bytes:
+        return await self.workers[partition_of(job.lane, len(self.workers))].handle(job)
+
+
+async def read_board(spread: SpreadGame, round_id: str, limit: int = 100) -> list[leaderboard.Entry]:
+    """The top ``limit`` of the round over every partition: each partition's top ``limit``, merged."""
+    check_int("limit", limit, 1, 10_000)
+    pages = await asyncio.gather(*(leaderboard.read_board(game, round_id, limit) for game in spread.games))
+    merged = heapq.merge(*pages, key=lambda entry: ranking.sort_key(entry.standing))
+    return [
+        leaderboard.Entry(rank, entry.standing, entry.name)
+        for rank, entry in enumerate(itertools.islice(merged, limit), start=1)
+    ]
+
+
+async def scored_records(spread: SpreadGame, round_id: str) -> list[GuessRecord]:
+    """Every GES record of the round in every partition, in admission order (GES id order)."""
+    parts = await asyncio.gather(*(leaderboard.scored_records(game, round_id) for game in spread.games))
+    return sorted((record for part in parts for record in part), key=lambda record: record.id)

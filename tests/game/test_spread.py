@@ -1,0 +1,209 @@
+"""One game spread over partitions (codemojex.spread): a player, their name, lane, wallet and standing
+in one partition; a round in every partition at the same instants; each partition's guesses scored in
+its own slot; the board merged over the partitions equal to the ranking of every partition's records.
+On one server (the partitions share it) and on a real three-master cluster (a partition per master)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from codemojex import names, rounds, spread, wallet
+from codemojex.errors import NameTaken, UnknownRound
+from codemojex.guesses import Outcome, Refusal
+from codemojex.keys import guess_of
+from codemojex.leaderboard import recompute
+from codemojex.spread import SpreadGame, SpreadScoreWorker
+from echomq import Worker, ids
+from echomq.testing.cluster import RedisClusterProcesses
+from tests.support.game import KEYBOARD, SECRET, text
+from tests.support.workers import eventually, running
+
+FRUIT = {"keyboard": list(KEYBOARD), "secret": list(SECRET)}
+
+
+@pytest.fixture
+async def spread_game(redis_server, tag):
+    async with SpreadGame.from_url(redis_server.url, tag=tag, partitions=3) as game:
+        yield game
+
+
+async def test_a_player_lives_in_the_partition_of_their_name_with_their_lane(spread_game):
+    """The player's record is in the partition their name's skeleton hashes to, their lane (id) routes
+    there too, and no other partition holds them."""
+    for name in ["Ada", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Leslie", "Tony"]:
+        player = await spread.register(spread_game, name)
+        home = spread_game.partition_of_name(name)
+        assert spread_game.partition_of_player(player.id) == home
+        assert spread_game.pbus.route(player.id) is spread_game.games[home].bus
+        held = [await game.redis.exists(game.keys.player(player.id)) for game in spread_game.games]
+        assert held == [1 if i == home else 0 for i in range(3)]
+
+
+async def test_a_look_alike_name_is_taken_across_the_whole_game(spread_game):
+    await spread.register(spread_game, "Ada Lovelace")
+    for look_alike in ["ada lovelace", "ADA  LOVELACE", "\u0391da Lovelace"]:  # a Greek Alpha
+        assert names.skeleton(look_alike) == names.skeleton("Ada Lovelace")
+        with pytest.raises(NameTaken):
+            await spread.register(spread_game, look_alike)
+    counts = [await game.redis.zcard(game.keys.players) for game in spread_game.games]
+    assert sum(counts) == 1
+
+
+async def test_a_round_opens_in_every_partition_at_the_same_instants(spread_game):
+    the_round = await spread.open_round(spread_game, **FRUIT, duration_s=60)
+    for game in spread_game.games:
+        there = await rounds.get_round(game, the_round.id)
+        assert (there.opens_ms, there.closes_ms, there.keyboard, there.prices) == (
+            the_round.opens_ms,
+            the_round.closes_ms,
+            the_round.keyboard,
+            the_round.prices,
+        )
+        assert await rounds.read_secret(game, the_round.id) == SECRET
+
+
+async def test_an_opening_cut_off_midway_is_mended_by_opening_again_with_its_arguments(spread_game):
+    """The first partition opened (the others never reached): their players' guesses are refused as an
+    unknown round, nothing charged; opening again with the same id, secret and instant writes the rest and
+    leaves the first as it was."""
+    round_id, opens_at = ids.mint("RND"), await rounds.server_ms(spread_game.games[0])
+    first = await rounds.open_round(
+        spread_game.games[0],
+        keyboard=list(KEYBOARD),
+        secret=list(SECRET),
+        round_id=round_id,
+        opens_at_ms=opens_at,
+    )
+    player = await _player_in(spread_game, 2)
+    with pytest.raises(UnknownRound):
+        await spread.submit(spread_game, round_id, player.id, text(SECRET))
+    assert (await wallet.read_wallet(spread_game.game_of(player.id), player.id)).ledger == ()
+    again = await spread.open_round(spread_game, **FRUIT, round_id=round_id, opens_at_ms=opens_at)
+    assert (again.opens_ms, again.created_ms) == (first.opens_ms, first.created_ms)
+    admitted = await spread.submit(spread_game, round_id, player.id, text(SECRET))
+    assert admitted.outcome is Outcome.ADMITTED
+
+
+async def test_every_partition_closes_at_the_rounds_close_instant(spread_game):
+    """Guesses are taken in every partition until the close instant and refused in every one after it,
+    each partition judging by its own server clock."""
+    the_round = await spread.open_round(spread_game, **FRUIT, duration_s=2)
+    people = [await _player_in(spread_game, i) for i in range(3)]
+    before = [await spread.submit(spread_game, the_round.id, p.id, text(SECRET[::-1])) for p in people]
+    assert [s.outcome for s in before] == [Outcome.ADMITTED] * 3
+    assert the_round.closes_ms is not None
+    closes = the_round.closes_ms
+
+    async def past_close() -> bool:
+        return all([await rounds.server_ms(game) > closes for game in spread_game.games])
+
+    await eventually(past_close, timeout=30, what="the close instant on every server")
+    after = [await spread.submit(spread_game, the_round.id, p.id, text(SECRET)) for p in people]
+    assert [s.refusal for s in after] == [Refusal.ROUND_CLOSED] * 3
+
+
+async def _player_in(spread_game: SpreadGame, partition: int):
+    for i in range(10_000):
+        name = f"Player {i}"
+        if spread_game.partition_of_name(name) == partition:
+            return await spread.register(spread_game, name)
+    raise AssertionError("no name hashes there")
+
+
+async def _play(spread_game: SpreadGame, players: int, seed: int) -> tuple[str, list[str]]:
+    """Open a round, register ``players`` players and admit each a few guesses (one solving, one sent
+    twice under one job id); the round and the admitted job ids."""
+    rng = random.Random(seed)
+    the_round = await spread.open_round(spread_game, **FRUIT)
+    people = [await spread.register(spread_game, f"Spread {seed} {i}") for i in range(players)]
+    admitted: list[str] = []
+    for person in people:
+        for n in range(rng.randint(1, 4)):
+            guess = SECRET if n == 2 and rng.random() < 0.5 else tuple(rng.choice(KEYBOARD) for _ in SECRET)
+            done = await spread.submit(spread_game, the_round.id, person.id, text(guess))
+            if done.outcome is Outcome.ADMITTED:
+                admitted.append(done.job)
+                again = await spread.submit(
+                    spread_game, the_round.id, person.id, text(guess), job_id=done.job
+                )
+                assert again.outcome is Outcome.DUPLICATE
+    return the_round.id, admitted
+
+
+async def _score_all(spread_game: SpreadGame, admitted: list[str], workers: int = 2) -> None:
+    handlers = [SpreadScoreWorker(spread_game) for _ in range(workers)]
+    pool = [Worker(spread_game.pbus, h.handle, concurrency=4, sweep_every_s=0.5) for h in handlers]
+    async with contextlib.AsyncExitStack() as stack:
+        for worker in pool:
+            await stack.enter_async_context(running(worker))
+        await eventually(
+            lambda: sum(w.processed for w in pool) >= len(admitted), timeout=60, what="every guess scored"
+        )
+
+
+async def test_the_merged_board_is_the_ranking_of_every_partitions_records(spread_game):
+    round_id, admitted = await _play(spread_game, players=15, seed=1)
+    await _score_all(spread_game, admitted)
+    records = await spread.scored_records(spread_game, round_id)
+    assert sorted(r.id for r in records) == sorted(guess_of(job) for job in admitted)
+    board = await spread.read_board(spread_game, round_id, limit=100)
+    assert [entry.standing for entry in board] == recompute(records)
+    assert [entry.rank for entry in board] == list(range(1, len(board) + 1))
+    assert len({spread_game.partition_of_player(e.standing.player) for e in board}) == 3
+    top = await spread.read_board(spread_game, round_id, limit=4)
+    assert top == board[:4]
+
+
+# --- on a real cluster: a partition per master -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with RedisClusterProcesses(3) as nodes:
+        yield nodes
+
+
+def _spread_tag() -> str:
+    """A tag whose three partitions' slots fall in the three masters' thirds of the slot space."""
+    for i in range(10_000):
+        tag = f"sg{i}"
+        if len({key_slot(f"emq:{{{tag}.{p}}}:ring".encode()) * 3 // 16384 for p in range(3)}) == 3:
+            return tag
+    raise AssertionError("no such tag")
+
+
+@pytest.mark.slow
+async def test_on_a_cluster_each_partition_is_played_on_its_own_master(cluster):
+    """The round is written to each master; every guess is charged, admitted and scored on its player's
+    master, and the merged board is the ranking of all the records."""
+    tag = _spread_tag()
+    url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
+    async with SpreadGame.from_url(url, tag=tag, partitions=3, cluster=True) as spread_game:
+        round_id, admitted = await _play(spread_game, players=12, seed=2)
+        await _score_all(spread_game, admitted)
+        records = await spread.scored_records(spread_game, round_id)
+        assert sorted(r.id for r in records) == sorted(guess_of(job) for job in admitted)
+        board = await spread.read_board(spread_game, round_id)
+        assert [entry.standing for entry in board] == recompute(records)
+        homes = set()
+        for game in spread_game.games:
+            port = await asyncio.to_thread(_owner, cluster, game.keys.round(round_id))
+            homes.add(port)
+            with redis.Redis(port=port) as node:
+                assert node.exists(game.keys.round(round_id), game.bus.keys.ring) >= 1
+        assert len(homes) == 3
+
+
+def _owner(cluster: RedisClusterProcesses, key: str) -> int:
+    slot = key_slot(key.encode())
+    with redis.Redis(port=cluster.ports[0]) as client:
+        for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
+            if int(start) <= slot <= int(end):
+                return int(master[1])
+    raise AssertionError("no owner")
