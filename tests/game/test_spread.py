@@ -14,13 +14,14 @@ import redis
 from redis.crc import key_slot
 
 from codemojex import names, rounds, spread, wallet
-from codemojex.errors import NameTaken, UnknownRound
+from codemojex.errors import CodemojexError, NameTaken, UnknownRound
 from codemojex.guesses import Outcome, Refusal
 from codemojex.keys import guess_of
 from codemojex.leaderboard import recompute
 from codemojex.spread import SpreadGame, SpreadScoreWorker
 from echomq import Worker, ids
 from echomq.testing.cluster import RedisClusterProcesses
+from echomq.testing.reshard import SlotMigration, slot_owner
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import eventually, running
 
@@ -207,3 +208,87 @@ def _owner(cluster: RedisClusterProcesses, key: str) -> int:
             if int(start) <= slot <= int(end):
                 return int(master[1])
     raise AssertionError("no owner")
+
+
+async def _move(cluster: RedisClusterProcesses, slot: int, to_port: int) -> int:
+    """Move ``slot`` to ``to_port`` key by key (as ``redis-cli --cluster reshard``), with a breath between
+    keys for the game's traffic; the keys moved."""
+    migration = await asyncio.to_thread(SlotMigration, cluster, slot, to_port)
+    await asyncio.to_thread(migration.begin)
+    moved = 0
+    while pending := await asyncio.to_thread(migration.pending, 100):
+        for key in pending:
+            moved += await asyncio.to_thread(migration.move, key)
+            await asyncio.sleep(0.002)
+    await asyncio.to_thread(migration.finish)
+    return moved
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+async def test_a_partitions_slot_moved_to_another_master_and_back_mid_round_loses_and_doubles_nothing(
+    cluster,
+):
+    """Players guess (retrying a refused call with the same job id, as a client does) and two workers score
+    while one partition's slot, its players' wallets, lanes, records and board with it, moves to another
+    master key by key and back. Every admitted guess is scored exactly once, every wallet reconciles with
+    its ledger, and the merged board is the ranking of every record."""
+    tag = _spread_tag()
+    url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
+    async with SpreadGame.from_url(url, tag=tag, partitions=3, cluster=True) as spread_game:
+        the_round = await spread.open_round(spread_game, **FRUIT)
+        people = [await spread.register(spread_game, f"Mover {i}") for i in range(9)]
+        admitted: list[str] = []
+        owners: dict[str, str] = {}
+        moving = spread_game.games[1]
+        assert any(spread_game.game_of(p.id) is moving for p in people)
+        slot = key_slot(moving.bus.keys.ring.encode())
+        moves = 0
+
+        async def play(player_id: str, seed: int) -> None:
+            rng = random.Random(seed)
+            for _ in range(12):
+                job, guess = ids.mint("JOB"), tuple(rng.choice(KEYBOARD) for _ in SECRET)
+                while True:
+                    try:
+                        done = await spread.submit(
+                            spread_game, the_round.id, player_id, text(guess), job_id=job
+                        )
+                        break
+                    except CodemojexError:  # a key mid-move (TRYAGAIN, ASK) or a moved slot: again
+                        await asyncio.sleep(0.02)
+                if done.outcome is Outcome.ADMITTED:
+                    admitted.append(job)
+                    owners[job] = player_id
+                await asyncio.sleep(0.03)
+
+        async def reshard() -> None:
+            nonlocal moves
+            home = await asyncio.to_thread(slot_owner, cluster, slot)
+            away = next(port for port in cluster.ports if port != home)
+            for target in (away, home):
+                moves += await _move(cluster, slot, target) > 0
+                await asyncio.sleep(0.3)
+
+        handlers = [SpreadScoreWorker(spread_game) for _ in range(2)]
+        pool = [Worker(spread_game.pbus, h.handle, concurrency=4, sweep_every_s=0.5) for h in handlers]
+        async with contextlib.AsyncExitStack() as stack:
+            for worker in pool:
+                await stack.enter_async_context(running(worker))
+            mover = asyncio.create_task(reshard())
+            await asyncio.gather(*(play(p.id, i) for i, p in enumerate(people)))
+            await mover
+            await eventually(
+                lambda: sum(w.processed for w in pool) >= len(admitted), timeout=60, what="every guess scored"
+            )
+        assert moves == 2
+        records = await spread.scored_records(spread_game, the_round.id)
+        assert sorted(r.id for r in records) == sorted(guess_of(job) for job in admitted)
+        assert [entry.standing for entry in await spread.read_board(spread_game, the_round.id)] == recompute(
+            records
+        )
+        for person in people:
+            held = await wallet.read_wallet(spread_game.game_of(person.id), person.id)
+            assert wallet.reconcile(held) == []
+            charged = [entry.job for entry in held.ledger if entry.reason == "guess"]
+            assert sorted(charged) == sorted(job for job in admitted if owners[job] == person.id)
