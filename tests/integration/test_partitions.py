@@ -5,6 +5,8 @@ partitions within the stated fairness bound, and a worker runs every job of ever
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import zlib
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from echomq import Admission, Failure, Finish, InvalidLane, InvalidOption, NewJob, UnknownJob, Worker, ids
 from echomq.errors import InvalidTag
 from echomq.partitions import PartitionedBus, partition_of, partition_tags
-from tests.support.workers import eventually, running
+from tests.support.workers import cli, eventually, run_cli, running, stop_process
 
 P = 3
 
@@ -200,3 +202,29 @@ async def test_a_token_popped_while_the_worker_is_busy_is_passed_on(pbus, sync_r
             await eventually(lambda: len(ran) == 2, timeout=5, what="someone runs the second job")
             release.set()
     assert ran[1][0] == "idle"
+
+
+async def test_the_command_line_runs_a_worker_and_reads_stats_on_a_partitioned_bus(pbus, redis_server):
+    """``echomq --partitions P``: stats merged over the partitions, and a worker that drains all of them;
+    a count outside 1..1024 is a usage error."""
+    jobs = [NewJob(ids.mint("JOB"), f"PLRcli{i}", b"x") for i in range(12)]
+    await pbus.enqueue_many(jobs)
+    common = ("--tag", pbus.tag, "--partitions", str(P))
+    out = run_cli(redis_server.url, *common, "stats", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["depth"]["queued"] == 12
+    worker = cli(redis_server.url, *common, "worker", "tests.faults.handlers:noop")
+    try:
+        await eventually(lambda: _done(pbus, 12), 30, "the worker drained every partition")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(15) == 0
+        stop_process(worker)
+    for bad in ("0", "1025", "three"):
+        refused = run_cli(redis_server.url, "--tag", pbus.tag, "--partitions", bad, "stats")
+        assert refused.returncode == 2
+        assert "partition count" in refused.stderr
+
+
+async def _done(pbus: PartitionedBus, count: int) -> bool:
+    return (await pbus.stats()).done == count

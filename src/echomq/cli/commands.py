@@ -17,6 +17,7 @@ from echomq.cli import render
 from echomq.cli.env import redis_url
 from echomq.cli.exits import EXIT_FAILURE, UsageError
 from echomq.inspection import JobInfo
+from echomq.partitions import AnyBus, PartitionedBus
 from echomq.worker.runner import Worker
 
 
@@ -44,8 +45,13 @@ def load_handler(spec: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
-def _bus(args: argparse.Namespace) -> Bus:
-    """The bus of ``--tag`` on ``REDIS_URL`` (a cluster client with ``--cluster``)."""
+def _bus(args: argparse.Namespace) -> AnyBus:
+    """The bus of ``--tag`` on ``REDIS_URL`` (a cluster client with ``--cluster``); with ``--partitions P``
+    the partitioned bus over ``<tag>.0`` ... ``<tag>.<P-1>`` (:mod:`echomq.partitions`)."""
+    if args.partitions:
+        return PartitionedBus.from_url(
+            redis_url(), tag=args.tag, partitions=args.partitions, cluster=args.cluster
+        )
     return Bus.from_url(redis_url(), tag=args.tag, cluster=args.cluster)
 
 

@@ -13,9 +13,11 @@ from echomq.cli.exits import EXIT_USAGE
 from echomq.core import DEFAULT_TAG
 from echomq.errors import InvalidInput
 from echomq.keyspace import JOB_BRAND
+from echomq.partitions import MAX_PARTITIONS
 from echomq.worker.runner import SWEEP_PERIOD_S
 
 _CLUSTER_HELP = "the URL names one node of a Redis Cluster"
+_PARTITIONS_HELP = "a partitioned bus over tags <tag>.0 ... <tag>.<P-1> (default: one bus, the tag itself)"
 _URL_HELP = "the Redis server (default $REDIS_URL, else redis://127.0.0.1:6379/0)"
 
 
@@ -34,11 +36,23 @@ def _job_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _partitions(text: str) -> int:
+    """An argparse type: a partition count 1..MAX_PARTITIONS."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a partition count is a whole number, got {text!r}") from None
+    if not 1 <= count <= MAX_PARTITIONS:
+        raise argparse.ArgumentTypeError(f"a partition count is 1 to {MAX_PARTITIONS}, got {count}")
+    return count
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of the whole command line."""
     parser = _Parser(prog="echomq", description="EchoMQ: a reliable job queue on Redis.")
     parser.add_argument("--tag", default=DEFAULT_TAG, help=f"bus tag (default {DEFAULT_TAG})")
     parser.add_argument("--cluster", action="store_true", help=_CLUSTER_HELP)
+    parser.add_argument("--partitions", type=_partitions, default=0, metavar="P", help=_PARTITIONS_HELP)
     parser.add_argument("--redis-url", default=None, metavar="URL", help=_URL_HELP)
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper
@@ -46,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--tag", default=argparse.SUPPRESS, help=f"bus tag (default {DEFAULT_TAG})")
     common.add_argument("--cluster", action="store_true", default=argparse.SUPPRESS, help=_CLUSTER_HELP)
+    common.add_argument(
+        "--partitions", type=_partitions, default=argparse.SUPPRESS, metavar="P", help=_PARTITIONS_HELP
+    )
     common.add_argument("--redis-url", default=argparse.SUPPRESS, metavar="URL", help=_URL_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
