@@ -22,6 +22,7 @@ Guarantees provided here:
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -182,12 +183,31 @@ async def run_each(
 ) -> list[Any]:
     """Run script ``name`` once per ``(keys, args)``, concurrently, one call each: a batch on a cluster,
     where redis-py's pipeline refuses scripts. With ``return_exceptions`` a failed call's exception is its
-    reply; else the first one raises (untranslated)."""
+    reply; else the first one raises (untranslated).
+
+    At most :data:`CLUSTER_CALLS` calls are in flight at once, and never more than half the client's pool
+    (``max_connections``, per node): a call past a full pool fails at once (MaxConnectionsError), so a
+    batch larger than the pool would otherwise be refused, and the other half stays free for the rest
+    of the process (a worker's claims and finishes)."""
     # A cold cluster client that discovers the cluster under many concurrent first calls can hand a
     # half-made connection to one of them (redis-py 8.1); discovering first, once, avoids it.
     await bus.redis.initialize()
-    runs = (bus.scripts.run(name, keys, args) for keys, args in calls)
+    gate = _gates.get(bus.redis)
+    if gate is None:  # one per client: the partitions of a PartitionedBus share their client's pool
+        options = getattr(getattr(bus.redis, "nodes_manager", None), "connection_kwargs", {})
+        pool = int(options.get("max_connections", 2 * CLUSTER_CALLS))  # per node
+        gate = _gates[bus.redis] = asyncio.Semaphore(max(1, min(CLUSTER_CALLS, pool // 2)))
+
+    async def one(keys: list[str], args: list[Any]) -> Any:
+        async with gate:
+            return await bus.scripts.run(name, keys, args)
+
+    runs = (one(keys, args) for keys, args in calls)
     return await asyncio.gather(*runs, return_exceptions=return_exceptions)
+
+
+CLUSTER_CALLS = 32
+_gates: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
 async def enqueue_many(bus: BusCore, jobs: Iterable[NewJob]) -> list[Admission]:

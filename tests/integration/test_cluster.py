@@ -14,6 +14,7 @@ from redis.crc import key_slot
 
 from echomq import Admission, Bus, Failure, Finish, NewJob, Worker, ids
 from echomq.keyspace import Keyspace
+from echomq.partitions import PartitionedBus
 from echomq.testing.cluster import RedisClusterProcesses
 from tests.support import invariants
 from tests.support.workers import Sweeper, cli, eventually, job_state, running, state_is, stop_process
@@ -101,6 +102,22 @@ async def _enqueue(bus: Bus, count: int, lanes: int) -> list[str]:
     jobs = [NewJob(ids.mint("JOB"), f"PLR{i % lanes}", b"p") for i in range(count)]
     assert await bus.enqueue_many(jobs) == [Admission.ADMITTED] * count
     return [job.job for job in jobs]
+
+
+async def test_a_batch_larger_than_the_connection_pool_is_admitted_whole_on_a_cluster(cluster, tag):
+    """On a cluster a batch goes as one script call each (the cluster pipeline refuses scripts); a batch of
+    far more jobs than the client's pool holds connections is admitted whole, not refused by the pool."""
+    url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
+    async with Bus.from_url(url, tag=tag, cluster=True, max_connections=8) as bus:
+        batch = [NewJob(ids.mint("JOB"), f"PLR{i % 7}", b"x") for i in range(600)]
+        assert await bus.enqueue_many(batch) == [Admission.ADMITTED] * 600
+        assert (await bus.stats()).queued == 600
+    async with PartitionedBus.from_url(
+        url, tag=f"{tag}p", partitions=3, cluster=True, max_connections=8
+    ) as pbus:
+        batch = [NewJob(ids.mint("JOB"), f"PLR{i % 50}", b"x") for i in range(600)]
+        assert await pbus.enqueue_many(batch) == [Admission.ADMITTED] * 600  # three partitions, one pool
+        assert (await pbus.stats()).queued == 600
 
 
 async def test_a_worker_on_a_cluster_bus_completes_every_job_on_each_node(cluster):
