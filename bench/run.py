@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 STEM = "bench-latest"
 # Run order: the cheap queue figures first, the long soak last (bench.queue holds the shared raw loops).
-PARTS = ("enqueue", "pickup", "memory", "drain", "load", "game", "scale", "soak")
+PARTS = ("enqueue", "pickup", "memory", "drain", "load", "game", "scale", "cluster", "soak")
 _UNIT = re.compile(r"^(.*) \(([^()]+)\)$")
 
 

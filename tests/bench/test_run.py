@@ -71,6 +71,8 @@ def test_one_command_line_sizes_every_part_and_quick_makes_each_smaller() -> Non
         "load_seconds",
         "game_guesses",
         "scale_jobs",
+        "cluster_jobs",
+        "cluster_seconds",
         "soak_jobs",
     ):
         assert getattr(quick, size) < getattr(full, size)
