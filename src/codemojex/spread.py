@@ -48,10 +48,11 @@ from collections.abc import Sequence
 from codemojex import codes, leaderboard, players, ranking, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
+from codemojex.errors import RoundClosed
 from codemojex.game import Game, GameSettings, check_int
 from codemojex.guesses import GuessRecord, Submission
 from codemojex.guesses import submit as submit_one
-from codemojex.keys import PLAYER, ROUND, check_id
+from codemojex.keys import OPERATION, PLAYER, ROUND, check_id
 from codemojex.names import check_name, skeleton
 from codemojex.players import Player
 from codemojex.score_worker import ScoreWorker
@@ -161,6 +162,26 @@ async def open_round(
         )
     )  # fmt: skip
     return opened[0]
+
+
+async def close_round(spread: SpreadGame, round_id: str, *, operation: str | None = None) -> int:
+    """Close ``round_id`` now in every partition, under one operation (:func:`codemojex.rounds.close_round`
+    in each, concurrently: each closes by its own server clock, so the partitions close within one round
+    trip of each other; a scheduled close is one instant everywhere). The latest close time. A lost reply:
+    call again with the same ``operation``, which answers as the first call did and closes any partition
+    it did not reach. :class:`RoundClosed` when every partition was closed already by another call or by
+    its close time; another error of a partition is raised once the others were closed."""
+    op = ids.mint(OPERATION) if operation is None else check_id(operation, OPERATION)
+    results = await asyncio.gather(
+        *(rounds.close_round(game, round_id, operation=op) for game in spread.games), return_exceptions=True
+    )
+    failures = [r for r in results if isinstance(r, BaseException) and not isinstance(r, RoundClosed)]
+    if failures:
+        raise failures[0]
+    closed = [r for r in results if isinstance(r, int)]
+    if not closed:
+        raise RoundClosed(f"round {round_id} is already closed")
+    return max(closed)
 
 
 async def submit(

@@ -14,7 +14,7 @@ import redis
 from redis.crc import key_slot
 
 from codemojex import names, rounds, spread, wallet
-from codemojex.errors import CodemojexError, NameTaken, UnknownRound
+from codemojex.errors import CodemojexError, NameTaken, RoundClosed, UnknownRound
 from codemojex.guesses import Outcome, Refusal
 from codemojex.keys import guess_of
 from codemojex.leaderboard import recompute
@@ -107,6 +107,22 @@ async def test_every_partition_closes_at_the_rounds_close_instant(spread_game):
     await eventually(past_close, timeout=30, what="the close instant on every server")
     after = [await spread.submit(spread_game, the_round.id, p.id, text(SECRET)) for p in people]
     assert [s.refusal for s in after] == [Refusal.ROUND_CLOSED] * 3
+
+
+async def test_a_round_closed_early_is_closed_in_every_partition_under_one_operation(spread_game):
+    """The operator's early close reaches every partition: every player's guess is refused after it; the
+    same operation again answers the same time (a lost reply's retry), another one is RoundClosed."""
+    the_round = await spread.open_round(spread_game, **FRUIT)
+    people = [await _player_in(spread_game, i) for i in range(3)]
+    operation = ids.mint("OPR")
+    closed = await spread.close_round(spread_game, the_round.id, operation=operation)
+    assert await spread.close_round(spread_game, the_round.id, operation=operation) == closed
+    with pytest.raises(RoundClosed):
+        await spread.close_round(spread_game, the_round.id)
+    after = [await spread.submit(spread_game, the_round.id, p.id, text(SECRET)) for p in people]
+    assert [s.refusal for s in after] == [Refusal.ROUND_CLOSED] * 3
+    for game in spread_game.games:
+        assert (await rounds.get_round(game, the_round.id)).closed_ms is not None
 
 
 async def _player_in(spread_game: SpreadGame, partition: int):
