@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
+import signal
+import subprocess
+import sys
 
 import pytest
 import redis
@@ -23,7 +27,7 @@ from echomq import Worker, ids
 from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.reshard import SlotMigration, slot_owner
 from tests.support.game import KEYBOARD, SECRET, text
-from tests.support.workers import eventually, running
+from tests.support.workers import ROOT, eventually, running
 
 FRUIT = {"keyboard": list(KEYBOARD), "secret": list(SECRET)}
 
@@ -308,3 +312,48 @@ async def test_a_partitions_slot_moved_to_another_master_and_back_mid_round_lose
             assert wallet.reconcile(held) == []
             charged = [entry.job for entry in held.ledger if entry.reason == "guess"]
             assert sorted(charged) == sorted(job for job in admitted if owners[job] == person.id)
+
+
+async def test_the_worker_command_scores_a_spread_game_and_refunds_a_dead_guess_in_its_partition(
+    spread_game, redis_server, tmp_path
+):
+    """``codemojex worker --partitions 3``: every player's guess scored in its partition, a guess that
+    can only die (its job's payload unreadable) dead-lettered in its partition, and a clean stop."""
+    round_id, admitted = await _play(spread_game, players=6, seed=3)
+    victim = await _player_in(spread_game, 1)
+    bad = ids.mint("JOB")
+    await spread_game.pbus.enqueue(bad, lane=victim.id, payload=b"not a guess", max_attempts=1)
+    log = tmp_path / "worker.err"
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    argv = [
+        sys.executable,
+        "-m",
+        "codemojex.cli",
+        "--redis-url",
+        redis_server.url,
+        "--tag",
+        spread_game.pbus.tag,
+    ]
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [*argv, "worker", "--partitions", "3", "--sweep-every", "1"], cwd=ROOT, env=env, stderr=err
+        )
+        try:
+            records = []
+
+            async def scored() -> bool:
+                nonlocal records
+                records = await spread.scored_records(spread_game, round_id)
+                return len(records) == len(admitted)
+
+            await eventually(scored, 60, "every guess scored by the worker command")
+            home = spread_game.games[1].bus
+            await eventually(lambda: _state(home, bad, "dead"), 30, "the unreadable guess dead")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(30) == 0, log.read_text()
+    assert [entry.standing for entry in await spread.read_board(spread_game, round_id)] == recompute(records)
+
+
+async def _state(bus, job: str, state: str) -> bool:
+    return (await bus.inspect(job)).state.value == state

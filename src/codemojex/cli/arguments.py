@@ -37,14 +37,15 @@ def position(text: str) -> int:
     return value
 
 
-def count(low: int) -> Callable[[str], int]:
+def count(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}")
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"expected a whole number {bound}, got {text!r}")
         return value
 
     parse.__name__ = "count"

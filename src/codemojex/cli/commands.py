@@ -19,8 +19,11 @@ from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
+from codemojex.spread import SpreadGame
+from codemojex.spread_worker import run_spread_worker
 from codemojex.trials import Expirer
 from codemojex.upkeep import Upkeep
+from echomq.partitions import PartitionedBus
 from echomq.worker.handler import Handler
 from echomq.worker.runner import Worker
 
@@ -238,6 +241,18 @@ async def refund_run(game: Game, args: argparse.Namespace) -> Result:
 
 
 async def worker_run(game: Game, args: argparse.Namespace) -> Result:
+    if args.partitions:  # a spread game over the partitions of this client's tag (codemojex.spread)
+        pbus = PartitionedBus(game.bus.redis, game.bus.tag, args.partitions, game.bus.settings)
+        spread_game = SpreadGame(pbus, game.settings)
+        worker = await run_spread_worker(
+            spread_game,
+            concurrency=args.concurrency,
+            lease_ms=args.lease_ms,
+            sweep_every_s=args.sweep_every,
+            grace_s=args.grace,
+        )
+        data = {"owner": worker.owner, "tag": game.bus.tag, "partitions": args.partitions}
+        return Result({**data, "counts": asdict(worker.counts)}, [])
     worker = await run_score_worker(
         game,
         concurrency=args.concurrency,

@@ -18,6 +18,7 @@ from codemojex.keys import JOB, PLAYER, ROUND
 from echomq.cli.env import DEFAULT_URL
 from echomq.cli.exits import EXIT_USAGE
 from echomq.core import DEFAULT_TAG
+from echomq.partitions import MAX_PARTITIONS
 from echomq.worker.runner import SWEEP_PERIOD_S
 
 
@@ -194,6 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--lease-ms", type=int, default=30_000)
     worker.add_argument("--sweep-every", type=float, default=SWEEP_PERIOD_S, metavar="SECONDS")
     worker.add_argument("--grace", type=float, default=10.0, metavar="SECONDS")
+    worker.add_argument(
+        "--partitions",
+        type=count(1, MAX_PARTITIONS),
+        default=0,
+        metavar="P",
+        help="score a spread game over tags <tag>.0 ... <tag>.<P-1> (codemojex.spread; default: one game)",
+    )
     for flag, default in (("result-ttl-ms", "1 h"), ("dedup-window-ms", "24 h"), ("dead-ttl-ms", "180 d")):
         worker.add_argument(
             f"--{flag}", type=count(0), default=None, metavar="MS", help=f"the bus's (default {default})"
