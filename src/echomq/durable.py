@@ -9,7 +9,8 @@ doubled, but a producer that does not retry loses the job). A finish is lost the
 job runs again, under the promoted replica's attempts token), never half: a script's effects replicate
 as one unit.
 
-With ``wait_replicas=n`` each admission is sent, on one connection to the master that owns the bus's
+With ``wait_replicas=n`` (on :class:`~echomq.bus.Bus`, and on :class:`~echomq.sync.SyncBus` through
+:func:`run_blocking`) each admission is sent, on one connection to the master that owns the bus's
 slot, as ``EVALSHA enqueue ...``, ``HINCRBY stats durable 1`` and ``WAIT n timeout`` in one round
 trip. ``WAIT`` returns once ``n`` replicas acknowledged every write of that connection so far; the
 HINCRBY is a write on that connection in any case, so a retried admission (answered DUPLICATE, which
@@ -34,6 +35,7 @@ import contextlib
 from typing import Any, Protocol
 
 import redis.asyncio
+import redis.cluster
 import redis.exceptions
 from redis.asyncio import Redis, RedisCluster
 
@@ -132,3 +134,49 @@ class DurableWire:
         self._node, self._retired = None, []
         for client in clients:
             await client.aclose()
+
+
+def run_blocking(bus: Any, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+    """:meth:`DurableWire.run` for :class:`~echomq.sync.SyncBus` (``bus``: its client, keys, scripts
+    and settings) on a blocking client: on a cluster, the pipeline goes to the slot master's own
+    connection pool (redis-py's node client); a MOVED reply or a dead connection reads the map again
+    and raises RedisUnavailable. The same replies and errors."""
+    settings = bus.settings
+    client = bus.redis
+    cluster = isinstance(client, redis.cluster.RedisCluster)
+    try:
+        with translate_redis_errors():
+            if cluster:
+                client = _node_client(client, bus.keys.ring)
+            with client.pipeline(transaction=False) as pipe:
+                for keys, args in calls:
+                    bus.scripts.run(name, keys, args, client=pipe)
+                pipe.hincrby(bus.keys.stats, "durable", 1)
+                pipe.execute_command("WAIT", settings.wait_replicas, settings.wait_timeout_ms)
+                replies: list[Any] = pipe.execute(raise_on_error=False)
+    except RedisUnavailable:
+        if cluster:
+            with contextlib.suppress(redis.exceptions.RedisError, OSError):
+                bus.redis.nodes_manager.initialize()
+        raise
+    moved = [r for r in replies if isinstance(r, redis.exceptions.MovedError | redis.exceptions.AskError)]
+    if moved:
+        with contextlib.suppress(redis.exceptions.RedisError, OSError):
+            bus.redis.nodes_manager.initialize()
+        raise RedisUnavailable(f"the bus's slot moved ({moved[0]}); retry the admission")
+    acked = replies[-1]
+    if isinstance(acked, Exception) or int(acked) < settings.wait_replicas:
+        raise NotDurable(
+            f"{acked} of {settings.wait_replicas} replicas acknowledged within "
+            f"{settings.wait_timeout_ms} ms: admitted on the master, not known to be on a replica"
+        )
+    return replies[: len(calls)]
+
+
+def _node_client(cluster: redis.cluster.RedisCluster, key: str) -> redis.Redis:
+    """redis-py's own client of the master that owns ``key``'s slot (its pool, not a new one)."""
+    node = cluster.get_node_from_key(key)  # type: ignore[no-untyped-call]
+    if node is None or node.redis_connection is None:
+        raise RedisUnavailable(f"no cluster node owns the slot of {key}")
+    client: redis.Redis = node.redis_connection
+    return client

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 import redis
 import redis.cluster
 
-from echomq import inspection, jobs, stats
+from echomq import durable, inspection, jobs, stats
 from echomq._clients import client_options
 from echomq._wire import SyncWire, plain_sync
 from echomq.core import DEFAULT_TAG, Settings
@@ -59,8 +59,6 @@ class SyncBus:
         self.redis = redis
         self.keys = Keyspace(tag)
         self.settings = settings or Settings()
-        if self.settings.wait_replicas:  # never acknowledge as durable what was not waited for
-            raise InvalidOption("durable admission (wait_replicas) is asyncio-only: use echomq.Bus")
         self.scripts = SyncScripts(redis, wire=SyncWire(redis) if plain_sync(redis) else None)
 
     @classmethod
@@ -101,6 +99,8 @@ class SyncBus:
 
         Lost reply: the job is admitted; the retry (same id, lane and payload) answers ``DUPLICATE``."""
         keys, args = jobs.enqueue_call(self, NewJob(job, lane, payload, max_attempts, priority, delay_ms))
+        if self.settings.wait_replicas:  # durable admission (echomq.durable)
+            return jobs.admissions(durable.run_blocking(self, "enqueue", [(keys, args)]))[0]
         with translate_redis_errors():
             return jobs.admission(self.scripts.run("enqueue", keys, args))
 
@@ -110,6 +110,8 @@ class SyncBus:
         calls = [jobs.enqueue_call(self, spec) for spec in new_jobs]
         if not calls:
             return []
+        if self.settings.wait_replicas:  # durable admission (echomq.durable)
+            return jobs.admissions(durable.run_blocking(self, "enqueue", calls))
         with translate_redis_errors():
             return jobs.admissions(self.scripts.run_many("enqueue", calls))
 

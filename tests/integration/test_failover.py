@@ -13,7 +13,6 @@ import redis
 from redis.crc import key_slot
 
 from echomq import Admission, Bus, NewJob, NotDurable, RedisUnavailable, Settings, SyncBus, Worker, ids
-from echomq.errors import InvalidOption
 from echomq.partitions import PartitionedBus
 from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.invariants import job_rows, locations, queue_structure
@@ -39,9 +38,13 @@ async def test_a_durable_admission_without_a_replica_is_refused_as_not_durable(r
         await bus.aclose()
 
 
-def test_a_blocking_producer_refuses_the_durable_setting():
-    with pytest.raises(InvalidOption):
-        SyncBus(redis.Redis(port=1), settings=DURABLE)
+def test_a_blocking_producer_refuses_a_durable_admission_without_a_replica(redis_server, tag):
+    """SyncBus with wait_replicas: NotDurable as the asyncio bus, the job queued on the master."""
+    with SyncBus.from_url(redis_server.url, tag=tag, settings=DURABLE) as bus:
+        job = ids.mint("JOB")
+        with pytest.raises(NotDurable):
+            bus.enqueue(job, lane="PLRa", payload=b"g")
+        assert bus.inspect(job).state.value == "queued"
 
 
 async def test_a_durable_admission_returns_once_the_replica_holds_it(tag):
@@ -66,6 +69,12 @@ async def test_a_durable_admission_returns_once_the_replica_holds_it(tag):
             ]
             assert all(client.exists(bus.keys.job(new.job)) for new in batch)
             assert int(client.hget(bus.keys.stats, "durable")) == 2
+            with SyncBus.from_url(master.url, tag=tag, settings=DURABLE) as blocking:
+                later = [NewJob(ids.mint("JOB"), "PLRc", b"i") for _ in range(3)]
+                assert blocking.enqueue_many(later) == [Admission.ADMITTED] * 3
+                assert blocking.enqueue(later[0].job, lane="PLRc", payload=b"i") is Admission.DUPLICATE
+                assert all(client.exists(bus.keys.job(new.job)) for new in later)
+                assert int(client.hget(bus.keys.stats, "durable")) == 4
         finally:
             await bus.aclose()
 
@@ -88,6 +97,27 @@ def _spread_tag() -> str:
         if len(thirds) == 3:
             return tag
     raise AssertionError("unreachable")
+
+
+def test_a_blocking_producer_admits_durably_on_a_cluster_with_replicas(replicated, tag):
+    """SyncBus on a cluster: the pipeline goes to the slot master's own client; acknowledged once its
+    replica holds the job (read from that replica right after)."""
+    url = f"redis://127.0.0.1:{replicated.ports[2]}/0"
+    with SyncBus.from_url(url, tag=tag, settings=DURABLE, cluster=True) as bus:
+        jobs = [NewJob(ids.mint("JOB"), f"PLR{i}", b"s") for i in range(4)]
+        assert bus.enqueue_many(jobs) == [Admission.ADMITTED] * 4
+        assert bus.enqueue(jobs[0].job, lane="PLR0", payload=b"s") is Admission.DUPLICATE
+        master = _owner(replicated, bus.keys.ring)
+        replica = next(p for p in replicated.replica_ports if _follows(p) == master)
+        with redis.Redis(port=replica) as client:
+            client.execute_command("READONLY")
+            assert all(client.exists(bus.keys.job(job.job)) for job in jobs)
+
+
+def _follows(port: int) -> int | None:
+    with redis.Redis(port=port) as client:
+        info = client.info("replication")
+    return int(info["master_port"]) if info.get("role") == "slave" else None
 
 
 @pytest.mark.slow
