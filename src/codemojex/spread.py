@@ -44,16 +44,17 @@ import heapq
 import itertools
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from codemojex import codes, leaderboard, players, ranking, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
-from codemojex.errors import RoundClosed
-from codemojex.game import Game, GameSettings, check_int
+from codemojex.errors import NameTaken, RoundClosed
+from codemojex.game import Game, GameSettings, check_int, translate_errors
 from codemojex.guesses import GuessRecord, Submission
 from codemojex.guesses import submit as submit_one
 from codemojex.keys import OPERATION, PLAYER, ROUND, check_id
-from codemojex.names import check_name, skeleton
+from codemojex.names import check_name, skeleton, variants
 from codemojex.players import Player
 from codemojex.score_worker import ScoreWorker
 from echomq import Finish, Job, ids
@@ -124,7 +125,30 @@ async def register(spread: SpreadGame, name: str, *, token: str | None = None) -
     errors, NameTaken across the whole game. A lost reply: as there (a new call registers anew)."""
     partition = spread.partition_of_name(name)
     player_id = mint_player_id(partition, len(spread.games))
-    return await players.register(spread.games[partition], name, token=token, player_id=player_id)
+    try:
+        return await players.register(spread.games[partition], name, token=token, player_id=player_id)
+    except NameTaken:  # its suggestion was looked up in this partition: ask each variant's own
+        display = check_name(name)
+        suggestion = await suggest_name(spread, display)
+        raise NameTaken(
+            f"another player is called {display!r} or a name that looks the same: pick another"
+            + (f", e.g. {suggestion!r}" if suggestion else ""),
+            suggestion=suggestion,
+        ) from None
+
+
+async def suggest_name(spread: SpreadGame, display: str) -> str | None:
+    """A name like ``display`` that nobody holds now, each variant looked up in its own partition (see
+    :func:`codemojex.players.suggest_name`), or None."""
+
+    async def holder(candidate: str) -> Any:
+        game = spread.games[spread.partition_of_name(candidate)]
+        return await game.redis.hget(game.keys.names, skeleton(candidate))
+
+    candidates = variants(display)
+    with translate_errors():
+        holders = await asyncio.gather(*(holder(candidate) for candidate in candidates))
+    return next((name for name, held in zip(candidates, holders, strict=True) if held is None), None)
 
 
 async def open_round(

@@ -58,6 +58,16 @@ async def test_a_look_alike_name_is_taken_across_the_whole_game(spread_game):
             await spread.register(spread_game, look_alike)
     counts = [await game.redis.zcard(game.keys.players) for game in spread_game.games]
     assert sum(counts) == 1
+    held = [f"Ada Lovelace {n}" for n in (2, 3, 4, 5)]  # the first suggestions, held in their partitions
+    assert {spread_game.partition_of_name(name) for name in held} != {spread_game.partition_of_name("Ada Lovelace")}
+    for name in held:
+        await spread.register(spread_game, name)
+    with pytest.raises(NameTaken) as taken:
+        await spread.register(spread_game, "ada lovelace")
+    suggestion = taken.value.suggestion
+    assert suggestion not in held
+    assert suggestion is not None
+    assert (await spread.register(spread_game, suggestion)).name == suggestion  # free in its own partition
 
 
 async def test_a_round_opens_in_every_partition_at_the_same_instants(spread_game):
