@@ -46,7 +46,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from codemojex import codes, leaderboard, players, ranking, rounds
+from codemojex import codes, leaderboard, players, ranking, round_jobs, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
 from codemojex.errors import NameTaken, RoundClosed
@@ -57,7 +57,7 @@ from codemojex.keys import OPERATION, PLAYER, ROUND, check_id
 from codemojex.names import check_name, skeleton, variants
 from codemojex.players import Player
 from codemojex.score_worker import ScoreWorker
-from echomq import Finish, Job, ids
+from echomq import Finish, Job, Permanent, ids
 from echomq.core import Settings
 from echomq.partitions import PartitionedBus, partition_of
 
@@ -229,6 +229,8 @@ class SpreadScoreWorker:
         self.workers = [ScoreWorker(game) for game in spread.games]
 
     async def handle(self, job: Job) -> Finish | bytes:
+        if job.lane == round_jobs.LANE:  # a redelivered open would draw another secret for the rest
+            raise Permanent("the operator's round commands are not spread: use codemojex.spread")
         return await self.workers[partition_of(job.lane, len(self.workers))].handle(job)
 
 

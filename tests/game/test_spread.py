@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -23,7 +24,7 @@ from codemojex.guesses import Outcome, Refusal
 from codemojex.keys import guess_of
 from codemojex.leaderboard import recompute
 from codemojex.spread import SpreadGame, SpreadScoreWorker
-from echomq import Worker, ids
+from echomq import Job, Permanent, Worker, ids
 from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.reshard import SlotMigration, slot_owner
 from tests.support.game import KEYBOARD, SECRET, text
@@ -59,7 +60,9 @@ async def test_a_look_alike_name_is_taken_across_the_whole_game(spread_game):
     counts = [await game.redis.zcard(game.keys.players) for game in spread_game.games]
     assert sum(counts) == 1
     held = [f"Ada Lovelace {n}" for n in (2, 3, 4, 5)]  # the first suggestions, held in their partitions
-    assert {spread_game.partition_of_name(name) for name in held} != {spread_game.partition_of_name("Ada Lovelace")}
+    assert {spread_game.partition_of_name(name) for name in held} != {
+        spread_game.partition_of_name("Ada Lovelace")
+    }
     for name in held:
         await spread.register(spread_game, name)
     with pytest.raises(NameTaken) as taken:
@@ -363,6 +366,19 @@ async def test_the_worker_command_scores_a_spread_game_and_refunds_a_dead_guess_
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0, log.read_text()
     assert [entry.standing for entry in await spread.read_board(spread_game, round_id)] == recompute(records)
+
+
+async def test_an_operator_command_on_a_spread_bus_is_dead_lettered_not_run_in_one_partition(spread_game):
+    """The operator's round jobs (codemojex.round_jobs) would open a round in one partition (and a
+    redelivery draw another secret): the spread handler refuses them for good, nothing opened."""
+    job = ids.mint("JOB")
+    command = {"op": "open", "round": ids.mint("RND"), "spec": {}}
+    await spread_game.pbus.enqueue(job, lane="operator", payload=json.dumps(command).encode())
+    [claim] = (await spread_game.pbus.claim_batch(1)).jobs
+    with pytest.raises(Permanent):
+        await SpreadScoreWorker(spread_game).handle(Job(claim))
+    for game in spread_game.games:
+        assert await game.redis.exists(game.keys.round(command["round"])) == 0
 
 
 async def _state(bus, job: str, state: str) -> bool:
