@@ -21,6 +21,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from codemojex.engine import Mark
+from echomq import ids
 from tests.browser.conftest import REQUIRE_ENV, VIEWPORT, open_page
 from tests.browser.test_play import SYMBOL, guess_with_every_mark, join_as, key_button
 from tests.support.web import OPERATOR, dead_letter, demo_round, open_round, secret_of, wait_until
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 PHONE = {"width": 375, "height": 740}
-DEAD_JOB = "JOB00T4D00000000000000DEAD"
+DEAD_JOB = ids.mint("JOB")  # fresh: an id minted over 24 h ago is refused (echomq.ids)
 # What the audit fails on: axe's two worst impacts, and the rules the issue named whatever their impact
 # (a page without an h1 is "moderate", an empty table header "minor"). Others are printed, not failed.
 FAILING = ("serious", "critical")

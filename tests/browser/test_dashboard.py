@@ -9,11 +9,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from echomq import ids
 from tests.support.web import OPERATOR, dead_letter, open_round
 
 pytestmark = pytest.mark.browser
 
-DEAD_JOB = "JOB00T4D00000000000000DEAD"
+DEAD_JOB = ids.mint("JOB")  # fresh: an id minted over 24 h ago is refused (echomq.ids)
 
 
 def depth(page, state):
