@@ -104,17 +104,9 @@ class DurableWire:
         except RedisUnavailable:
             await self._forget(client)
             raise
-        moved = [r for r in replies if isinstance(r, redis.exceptions.MovedError | redis.exceptions.AskError)]
-        if moved:  # the slot has another master now (a failover, a reshard): find it, let the caller retry
+        if _moved(replies):  # the slot has another master now (a failover, a reshard): find it
             await self._forget(client)
-            raise RedisUnavailable(f"the bus's slot moved ({moved[0]}); retry the admission")
-        acked = replies[-1]
-        if isinstance(acked, Exception) or int(acked) < settings.wait_replicas:
-            raise NotDurable(
-                f"{acked} of {settings.wait_replicas} replicas acknowledged within "
-                f"{settings.wait_timeout_ms} ms: admitted on the master, not known to be on a replica"
-            )
-        return replies[: len(calls)]
+        return _acknowledged(replies, len(calls), settings)
 
     async def _forget(self, failed: Redis) -> None:
         """Stop using the node client ``failed`` and read the cluster's map again (the next call finds
@@ -159,10 +151,22 @@ def run_blocking(bus: Any, name: str, calls: list[tuple[list[str], list[Any]]]) 
             with contextlib.suppress(redis.exceptions.RedisError, OSError):
                 bus.redis.nodes_manager.initialize()
         raise
-    moved = [r for r in replies if isinstance(r, redis.exceptions.MovedError | redis.exceptions.AskError)]
-    if moved:
+    if _moved(replies):
         with contextlib.suppress(redis.exceptions.RedisError, OSError):
             bus.redis.nodes_manager.initialize()
+    return _acknowledged(replies, len(calls), settings)
+
+
+def _moved(replies: list[Any]) -> bool:
+    return any(isinstance(r, redis.exceptions.MovedError | redis.exceptions.AskError) for r in replies)
+
+
+def _acknowledged(replies: list[Any], calls: int, settings: _Waits) -> list[Any]:
+    """The scripts' replies of a durable pipeline (its last reply is WAIT's); RedisUnavailable when a
+    node answered MOVED or ASK (the caller read the map again: retry), NotDurable when fewer replicas
+    than asked acknowledged."""
+    moved = [r for r in replies if isinstance(r, redis.exceptions.MovedError | redis.exceptions.AskError)]
+    if moved:
         raise RedisUnavailable(f"the bus's slot moved ({moved[0]}); retry the admission")
     acked = replies[-1]
     if isinstance(acked, Exception) or int(acked) < settings.wait_replicas:
@@ -170,7 +174,7 @@ def run_blocking(bus: Any, name: str, calls: list[tuple[list[str], list[Any]]]) 
             f"{acked} of {settings.wait_replicas} replicas acknowledged within "
             f"{settings.wait_timeout_ms} ms: admitted on the master, not known to be on a replica"
         )
-    return replies[: len(calls)]
+    return replies[:calls]
 
 
 def _node_client(cluster: redis.cluster.RedisCluster, key: str) -> redis.Redis:

@@ -13,7 +13,6 @@ so the failover loses none of them."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
 import signal
@@ -33,22 +32,14 @@ from codemojex.leaderboard import recompute
 from codemojex.spread import SpreadGame
 from echomq import Settings, ids
 from echomq.testing.cluster import RedisClusterProcesses
-from echomq.testing.reshard import SlotMigration, slot_owner
+from echomq.testing.reshard import slot_owner
+from tests.support.cluster import move_slot, slot_master, spread_tag
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import ROOT, eventually
 
 DURABLE = Settings(wait_replicas=1, wait_timeout_ms=500)
 RICH = GameSettings(allowance=(("ticket", 100_000),))  # enough for every guess of the run
 PLAYERS = 12
-
-
-def _spread_tag() -> str:
-    """A tag whose three partitions' slots fall in the three masters' thirds of the slot space."""
-    for i in range(10_000):
-        tag = f"sf{i}"
-        if len({key_slot(f"emq:{{{tag}.{p}}}:ring".encode()) * 3 // 16384 for p in range(3)}) == 3:
-            return tag
-    raise AssertionError("no such tag")
 
 
 def _worker(url: str, tag: str, log) -> subprocess.Popen[bytes]:
@@ -58,31 +49,11 @@ def _worker(url: str, tag: str, log) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, cwd=ROOT, env=env, stderr=log)
 
 
-async def _move(cluster: RedisClusterProcesses, slot: int, to_port: int) -> None:
-    migration = await asyncio.to_thread(SlotMigration, cluster, slot, to_port)
-    await asyncio.to_thread(migration.begin)
-    while pending := await asyncio.to_thread(migration.pending, 100):
-        for key in pending:
-            await asyncio.to_thread(migration.move, key)
-            await asyncio.sleep(0.002)
-    await asyncio.to_thread(migration.finish)
-
-
-def _owner(cluster: RedisClusterProcesses, key: str) -> int:
-    slot = key_slot(key.encode())
-    for port in cluster.all_ports:
-        with contextlib.suppress(redis.RedisError), redis.Redis(port=port, socket_timeout=2) as client:
-            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
-                if int(start) <= slot <= int(end):
-                    return int(master[1])
-    raise AssertionError("no node answers")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_a_spread_game_under_worker_kills_a_reshard_and_a_failover_loses_and_doubles_nothing(tmp_path):
     with RedisClusterProcesses(3, replicas=1) as cluster:
-        tag = _spread_tag()
+        tag = spread_tag("sf")
         url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
         game = SpreadGame.from_url(
             url, tag=tag, partitions=3, settings=RICH, bus_settings=DURABLE, cluster=True
@@ -121,9 +92,9 @@ async def test_a_spread_game_under_worker_kills_a_reshard_and_a_failover_loses_a
                 home = await asyncio.to_thread(slot_owner, cluster, moving)
                 away = next(port for port in cluster.ports if port != home)
                 for target in (away, home):
-                    await _move(cluster, moving, target)
+                    await move_slot(cluster, moving, target)
                 faults.append("reshard")
-                victim = await asyncio.to_thread(_owner, cluster, game.games[0].bus.keys.ring)
+                victim = await asyncio.to_thread(slot_master, cluster, game.games[0].bus.keys.ring)
                 await asyncio.to_thread(cluster.fail_over, victim)
                 before = len(acknowledged)
                 await eventually(lambda: len(acknowledged) >= before + 20, 60, "guesses after the failover")
@@ -155,7 +126,7 @@ async def test_a_spread_game_under_worker_kills_a_reshard_and_a_failover_loses_a
         assert faults == ["kill", "reshard", "failover"]
         merged = []
         for partition, one in enumerate(game.games):
-            port = _owner(cluster, one.bus.keys.ring)
+            port = slot_master(cluster, one.bus.keys.ring)
             mine = {
                 job for job, player in acknowledged.items() if game.partition_of_player(player) == partition
             }
@@ -180,5 +151,5 @@ async def test_a_spread_game_under_worker_kills_a_reshard_and_a_failover_loses_a
 
 def _dead(cluster: RedisClusterProcesses, game: SpreadGame, job: str, player: str) -> bool:
     bus = game.game_of(player).bus
-    with redis.Redis(port=_owner(cluster, bus.keys.ring)) as client:
+    with redis.Redis(port=slot_master(cluster, bus.keys.ring)) as client:
         return client.zscore(bus.keys.dead, job) is not None

@@ -26,7 +26,8 @@ from codemojex.leaderboard import recompute
 from codemojex.spread import SpreadGame, SpreadScoreWorker
 from echomq import Job, Permanent, Worker, ids
 from echomq.testing.cluster import RedisClusterProcesses
-from echomq.testing.reshard import SlotMigration, slot_owner
+from echomq.testing.reshard import slot_owner
+from tests.support.cluster import move_slot, slot_master, spread_tag
 from tests.support.game import KEYBOARD, SECRET, text
 from tests.support.workers import ROOT, eventually, running
 
@@ -203,20 +204,11 @@ def cluster():
         yield nodes
 
 
-def _spread_tag() -> str:
-    """A tag whose three partitions' slots fall in the three masters' thirds of the slot space."""
-    for i in range(10_000):
-        tag = f"sg{i}"
-        if len({key_slot(f"emq:{{{tag}.{p}}}:ring".encode()) * 3 // 16384 for p in range(3)}) == 3:
-            return tag
-    raise AssertionError("no such tag")
-
-
 @pytest.mark.slow
 async def test_on_a_cluster_each_partition_is_played_on_its_own_master(cluster):
     """The round is written to each master; every guess is charged, admitted and scored on its player's
     master, and the merged board is the ranking of all the records."""
-    tag = _spread_tag()
+    tag = spread_tag("sg")
     url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
     async with SpreadGame.from_url(url, tag=tag, partitions=3, cluster=True) as spread_game:
         round_id, admitted = await _play(spread_game, players=12, seed=2)
@@ -227,34 +219,11 @@ async def test_on_a_cluster_each_partition_is_played_on_its_own_master(cluster):
         assert [entry.standing for entry in board] == recompute(records)
         homes = set()
         for game in spread_game.games:
-            port = await asyncio.to_thread(_owner, cluster, game.keys.round(round_id))
+            port = await asyncio.to_thread(slot_master, cluster, game.keys.round(round_id))
             homes.add(port)
             with redis.Redis(port=port) as node:
                 assert node.exists(game.keys.round(round_id), game.bus.keys.ring) >= 1
         assert len(homes) == 3
-
-
-def _owner(cluster: RedisClusterProcesses, key: str) -> int:
-    slot = key_slot(key.encode())
-    with redis.Redis(port=cluster.ports[0]) as client:
-        for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
-            if int(start) <= slot <= int(end):
-                return int(master[1])
-    raise AssertionError("no owner")
-
-
-async def _move(cluster: RedisClusterProcesses, slot: int, to_port: int) -> int:
-    """Move ``slot`` to ``to_port`` key by key (as ``redis-cli --cluster reshard``), with a breath between
-    keys for the game's traffic; the keys moved."""
-    migration = await asyncio.to_thread(SlotMigration, cluster, slot, to_port)
-    await asyncio.to_thread(migration.begin)
-    moved = 0
-    while pending := await asyncio.to_thread(migration.pending, 100):
-        for key in pending:
-            moved += await asyncio.to_thread(migration.move, key)
-            await asyncio.sleep(0.002)
-    await asyncio.to_thread(migration.finish)
-    return moved
 
 
 @pytest.mark.slow
@@ -266,7 +235,7 @@ async def test_a_partitions_slot_moved_to_another_master_and_back_mid_round_lose
     while one partition's slot, its players' wallets, lanes, records and board with it, moves to another
     master key by key and back. Every admitted guess is scored exactly once, every wallet reconciles with
     its ledger, and the merged board is the ranking of every record."""
-    tag = _spread_tag()
+    tag = spread_tag("sg")
     url = f"redis://127.0.0.1:{cluster.ports[0]}/0"
     async with SpreadGame.from_url(url, tag=tag, partitions=3, cluster=True) as spread_game:
         the_round = await spread.open_round(spread_game, **FRUIT)
@@ -300,7 +269,7 @@ async def test_a_partitions_slot_moved_to_another_master_and_back_mid_round_lose
             home = await asyncio.to_thread(slot_owner, cluster, slot)
             away = next(port for port in cluster.ports if port != home)
             for target in (away, home):
-                moves += await _move(cluster, slot, target) > 0
+                moves += await move_slot(cluster, slot, target) > 0
                 await asyncio.sleep(0.3)
 
         handlers = [SpreadScoreWorker(spread_game) for _ in range(2)]

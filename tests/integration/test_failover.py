@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 
 import pytest
 import redis
-from redis.crc import key_slot
 
 from echomq import Admission, Bus, NewJob, NotDurable, RedisUnavailable, Settings, SyncBus, Worker, ids
 from echomq.partitions import PartitionedBus
 from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.invariants import job_rows, locations, queue_structure
 from echomq.testing.server import RedisProcess
+from tests.support.cluster import slot_master, spread_tag
 from tests.support.workers import eventually, running
 
 DURABLE = Settings(wait_replicas=1, wait_timeout_ms=300)
@@ -89,16 +88,6 @@ def replicated():
         yield nodes
 
 
-def _spread_tag() -> str:
-    """A tag whose three partitions' slots fall in the three masters' thirds of the slot space."""
-    for i in itertools.count():
-        tag = f"fo{i}"
-        thirds = {key_slot(f"emq:{{{tag}.{p}}}:ring".encode()) * 3 // 16384 for p in range(3)}
-        if len(thirds) == 3:
-            return tag
-    raise AssertionError("unreachable")
-
-
 def test_a_blocking_producer_admits_durably_on_a_cluster_with_replicas(replicated, tag):
     """SyncBus on a cluster: the pipeline goes to the slot master's own client; acknowledged once its
     replica holds the job (read from that replica right after)."""
@@ -107,7 +96,7 @@ def test_a_blocking_producer_admits_durably_on_a_cluster_with_replicas(replicate
         jobs = [NewJob(ids.mint("JOB"), f"PLR{i}", b"s") for i in range(4)]
         assert bus.enqueue_many(jobs) == [Admission.ADMITTED] * 4
         assert bus.enqueue(jobs[0].job, lane="PLR0", payload=b"s") is Admission.DUPLICATE
-        master = _owner(replicated, bus.keys.ring)
+        master = slot_master(replicated, bus.keys.ring)
         replica = next(p for p in replicated.replica_ports if _follows(p) == master)
         with redis.Redis(port=replica) as client:
             client.execute_command("READONLY")
@@ -127,7 +116,7 @@ async def test_no_durably_acknowledged_job_is_lost_when_a_master_fails_over(repl
     three-partition bus; a master is SIGKILLed, its replica promoted, and the old master rejoins as a
     replica. Every acknowledged job ends done exactly once on the surviving cluster, the queue's
     structure holds in every partition, and the worker follows the new topology by itself."""
-    tag = _spread_tag()
+    tag = spread_tag("fo")
     url = f"redis://127.0.0.1:{replicated.ports[1]}/0"
     pbus = PartitionedBus.from_url(url, tag=tag, partitions=3, settings=DURABLE, cluster=True)
     acked: list[str] = []
@@ -174,7 +163,7 @@ async def test_no_durably_acknowledged_job_is_lost_when_a_master_fails_over(repl
         assert promoted != victim
         assert set(acked) <= set(ran)
         for bus in pbus.partitions:
-            port = _owner(replicated, bus.keys.ring)
+            port = slot_master(replicated, bus.keys.ring)
             with redis.Redis(port=port) as client:
                 where = locations(client, bus.keys)
                 assert queue_structure(client, bus.keys, job_rows(client, bus.keys)) == []
@@ -187,14 +176,3 @@ async def test_no_durably_acknowledged_job_is_lost_when_a_master_fails_over(repl
 
 async def _done_jobs(bus: Bus) -> list[tuple[bytes, float]]:
     return await bus.redis.zrange(bus.keys.done, 0, -1, withscores=True)  # type: ignore[no-any-return]
-
-
-def _owner(cluster: RedisClusterProcesses, key: str) -> int:
-    """The port of the master that serves ``key``'s slot now."""
-    slot = key_slot(key.encode())
-    for port in cluster.all_ports:
-        with contextlib.suppress(redis.RedisError), redis.Redis(port=port) as client:
-            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
-                if int(start) <= slot <= int(end):
-                    return int(master[1])
-    raise AssertionError("no node answers")

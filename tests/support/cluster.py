@@ -1,0 +1,50 @@
+"""Helpers of the tests on a real local cluster with partitions: a tag whose partitions land on every
+master, which master serves a key now, and a slot's move key by key."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import redis
+from redis.crc import key_slot
+
+from echomq.testing.cluster import RedisClusterProcesses
+from echomq.testing.reshard import SlotMigration
+
+THIRD = 16384 // 3 + 1  # the local cluster gives each of three masters a third of the slots, in order
+
+
+def spread_tag(prefix: str, partitions: int = 3) -> str:
+    """A tag (``<prefix><n>``) whose ``partitions`` partitions' slots fall in three different thirds of
+    the slot space, so on a fresh three-master cluster each partition is on a master of its own."""
+    for n in range(100_000):
+        tag = f"{prefix}{n}"
+        if len({key_slot(f"emq:{{{tag}.{p}}}:ring".encode()) // THIRD for p in range(partitions)}) == 3:
+            return tag
+    raise AssertionError(f"no tag {prefix}<n> spreads over three masters")
+
+
+def slot_master(cluster: RedisClusterProcesses, key: str) -> int:
+    """The port of the master that serves ``key``'s slot now, as the first live node answers."""
+    slot = key_slot(key.encode())
+    for port in cluster.all_ports:
+        with contextlib.suppress(redis.RedisError), redis.Redis(port=port, socket_timeout=2) as client:
+            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
+                if int(start) <= slot <= int(end):
+                    return int(master[1])
+    raise AssertionError("no node of the cluster answers")
+
+
+async def move_slot(cluster: RedisClusterProcesses, slot: int, to_port: int, pause_s: float = 0.002) -> int:
+    """Move ``slot`` to the master on ``to_port`` key by key (as ``redis-cli --cluster reshard``), with
+    ``pause_s`` between keys for the traffic; the keys moved."""
+    migration = await asyncio.to_thread(SlotMigration, cluster, slot, to_port)
+    await asyncio.to_thread(migration.begin)
+    moved = 0
+    while pending := await asyncio.to_thread(migration.pending, 100):
+        for key in pending:
+            moved += await asyncio.to_thread(migration.move, key)
+            await asyncio.sleep(pause_s)
+    await asyncio.to_thread(migration.finish)
+    return moved
