@@ -241,26 +241,20 @@ async def refund_run(game: Game, args: argparse.Namespace) -> Result:
 
 
 async def worker_run(game: Game, args: argparse.Namespace) -> Result:
+    options: dict[str, Any] = {
+        "concurrency": args.concurrency,
+        "lease_ms": args.lease_ms,
+        "sweep_every_s": args.sweep_every,
+        "grace_s": args.grace,
+    }
+    data: dict[str, Any] = {"tag": game.bus.tag}
     if args.partitions:  # a spread game over the partitions of this client's tag (codemojex.spread)
         pbus = PartitionedBus(game.bus.redis, game.bus.tag, args.partitions, game.bus.settings)
-        spread_game = SpreadGame(pbus, game.settings)
-        worker = await run_spread_worker(
-            spread_game,
-            concurrency=args.concurrency,
-            lease_ms=args.lease_ms,
-            sweep_every_s=args.sweep_every,
-            grace_s=args.grace,
-        )
-        data = {"owner": worker.owner, "tag": game.bus.tag, "partitions": args.partitions}
-        return Result({**data, "counts": asdict(worker.counts)}, [])
-    worker = await run_score_worker(
-        game,
-        concurrency=args.concurrency,
-        lease_ms=args.lease_ms,
-        sweep_every_s=args.sweep_every,
-        grace_s=args.grace,
-    )
-    data = {"owner": worker.owner, "tag": game.bus.tag, "counts": asdict(worker.counts)}
+        worker = await run_spread_worker(SpreadGame(pbus, game.settings), **options)
+        data["partitions"] = args.partitions
+    else:
+        worker = await run_score_worker(game, **options)
+    data.update(owner=worker.owner, counts=asdict(worker.counts))
     return Result(data, [])  # the readable record is the log (worker.started ... worker.stopped)
 
 
