@@ -7,6 +7,12 @@ touches with it stay in one partition. Every guarantee of :class:`~echomq.bus.Bu
 and so for the whole queue: admission, the fenced finishes and the sweep are a partition's scripts, and a
 job never leaves its partition.
 
+**A job id is deduplicated within its lane's partition.** On one bus a second enqueue of an id under
+another lane is ``CONFLICT``; here two lanes of different partitions are two buses, each of which admits
+the id (an index of every id across slots cannot be kept atomically with the admission). Mint a fresh id
+per job, and keep an id's lane fixed (a retry with the same lane is ``DUPLICATE`` as on one bus): the
+game does, since a guess's lane is its player's id, fixed by authentication.
+
 Calls route by lane (enqueue, the finishing calls: a :class:`~echomq.jobs.Claim` carries its lane) or go
 to every partition (sweep, stats, dead letters: their answers merged). A call by job id alone
 (:meth:`PartitionedBus.inspect`, :meth:`PartitionedBus.retry_dead`) asks the partitions in turn, since an
@@ -41,9 +47,9 @@ from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, Settings
 from echomq.dead import DeadRetry
-from echomq.errors import UnknownJob
+from echomq.errors import InvalidOption, UnknownJob
 from echomq.inspection import JobInfo
-from echomq.jobs import Claim, NewJob
+from echomq.jobs import Claim, NewJob, enqueue_call
 from echomq.keyspace import check_lane, check_request, check_tag
 from echomq.lanes import Claimed, new_request
 from echomq.states import Admission, Failure, Finish, Lease, Release
@@ -51,6 +57,7 @@ from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
 MAX_PARTITIONS = 1024
+MAX_REQUEST = 64  # a claim request id's length (echomq.keyspace.check_request)
 
 
 def partition_of(lane: str, partitions: int) -> int:
@@ -152,6 +159,9 @@ class PartitionedBus:
         groups: dict[int, list[int]] = {}
         for i, new in enumerate(batch):
             groups.setdefault(partition_of(new.lane, len(self.partitions)), []).append(i)
+        for p, at in groups.items():  # every job checked before any partition's batch is sent
+            for i in at:
+                enqueue_call(self.partitions[p], batch[i])
         answers: list[Admission | None] = [None] * len(batch)
         replies = await asyncio.gather(
             *(self.partitions[p].enqueue_many([batch[i] for i in at]) for p, at in groups.items())
@@ -178,6 +188,9 @@ class PartitionedBus:
             self._cursor += 1
         else:
             start = zlib.crc32(check_request(request).encode()) % size
+        longest = MAX_REQUEST - len(f".{size - 1}")  # each partition's request, checked before any claim
+        if len(request) > longest:
+            raise InvalidOption(f"a claim request on {size} partitions is at most {longest} characters")
         check_int("count", count, 1)
         jobs: list[Claim] = []
         answer: Claimed | None = None

@@ -228,3 +228,40 @@ async def test_the_command_line_runs_a_worker_and_reads_stats_on_a_partitioned_b
 
 async def _done(pbus: PartitionedBus, count: int) -> bool:
     return (await pbus.stats()).done == count
+
+
+async def test_a_refused_batch_admits_nothing_in_any_partition(pbus):
+    """Every job of a batch is checked before any partition's share is sent: one bad job of partition 1
+    and nothing is admitted in partition 0 either (found by the adversary pass: a partition's task ran
+    on behind the other's error)."""
+    good = NewJob(ids.mint("JOB"), _lanes_of(0, 1)[0], b"x")
+    bad = NewJob(ids.mint("JOB"), _lanes_of(1, 1)[0], b"x", max_attempts=0)
+    with pytest.raises(InvalidOption):
+        await pbus.enqueue_many([good, bad])
+    await asyncio.sleep(0.2)
+    assert (await pbus.stats()).queued == 0
+
+
+async def test_a_claim_request_too_long_for_the_last_partition_is_refused_before_any_claim(redis_server, tag):
+    """Each partition's claim carries ``<request>.<p>`` (64 characters at most): a request that would
+    overflow at partition 10 of 12 is refused before the first partition claims, nothing left active."""
+    pbus = PartitionedBus.from_url(redis_server.url, tag=tag, partitions=12)
+    try:
+        await pbus.enqueue_many([NewJob(ids.mint("JOB"), f"PLR{i}", b"x") for i in range(30)])
+        with pytest.raises(InvalidOption):
+            await pbus.claim_batch(count=30, lease_ms=60_000, request="r" * 62)
+        assert (await pbus.stats()).active == 0
+        assert len((await pbus.claim_batch(count=30, request="r" * 61)).jobs) == 30
+    finally:
+        await pbus.aclose()
+
+
+async def test_a_job_id_is_deduplicated_within_its_lanes_partition(pbus):
+    """As documented (echomq.partitions): the same id and lane again is DUPLICATE, another lane of the
+    same partition CONFLICT, as on one bus; a lane of another partition is another bus, which admits it."""
+    job = ids.mint("JOB")
+    home, same, other = _lanes_of(0, 2)[0], _lanes_of(0, 2)[1], _lanes_of(1, 1)[0]
+    assert await pbus.enqueue(job, lane=home, payload=b"1") is Admission.ADMITTED
+    assert await pbus.enqueue(job, lane=home, payload=b"1") is Admission.DUPLICATE
+    assert await pbus.enqueue(job, lane=same, payload=b"1") is Admission.CONFLICT
+    assert await pbus.enqueue(job, lane=other, payload=b"1") is Admission.ADMITTED
