@@ -159,6 +159,13 @@ class AsyncScripts(_Registry[AsyncScript]):
             except NoScriptError:  # nothing ran (a restarted server): load it, then run it, on the wire
                 await self.wire.call(pack_load(script.script))
                 return await self.wire.call(command)
+        if client is None and isinstance(self.client, AsyncRedisCluster):
+            try:
+                return await self.client.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:  # load it on the key's node alone (one down elsewhere must not fail it)
+                node = self.client.get_node_from_key(keys[0])
+                await self.client.execute_command("SCRIPT LOAD", script.script, target_nodes=node)
+                return await self.client.evalsha(script.sha, len(keys), *keys, *args)
         return await script(keys=keys, args=args, client=client)
 
     async def run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
@@ -212,6 +219,15 @@ class SyncScripts(_Registry[Script]):
             except NoScriptError:  # nothing ran: load it, then run it
                 self.wire.call(pack_load(script.script))
                 return self.wire.call(command)
+        if client is None and isinstance(self.client, SyncRedisCluster):
+            try:
+                return self.client.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:  # load it on the key's node alone
+                node = self.client.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]
+                self.client.execute_command(  # type: ignore[no-untyped-call]
+                    "SCRIPT LOAD", script.script, target_nodes=node
+                )  # (redis-py would load it on every primary, and fail if one is down)
+                return self.client.evalsha(script.sha, len(keys), *keys, *args)
         return script(keys=keys, args=args, client=client)
 
     def run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 import zlib
 
 import pytest
@@ -26,10 +27,10 @@ async def pbus(redis_server, tag):
     await the_bus.aclose()
 
 
-def _lanes_of(partition: int, count: int, prefix: str = "PLR") -> list[str]:
-    """``count`` lane names that hash to ``partition`` of P."""
+def _lanes_of(partition: int, count: int, prefix: str = "PLR", partitions: int = P) -> list[str]:
+    """``count`` lane names that hash to ``partition`` of ``partitions``."""
     names = (f"{prefix}{i}" for i in range(100_000))
-    return [n for n in names if partition_of(n, P) == partition][:count]
+    return [n for n in names if partition_of(n, partitions) == partition][:count]
 
 
 def test_a_lanes_partition_is_a_stable_hash_of_its_name():
@@ -265,3 +266,48 @@ async def test_a_job_id_is_deduplicated_within_its_lanes_partition(pbus):
     assert await pbus.enqueue(job, lane=home, payload=b"1") is Admission.DUPLICATE
     assert await pbus.enqueue(job, lane=same, payload=b"1") is Admission.CONFLICT
     assert await pbus.enqueue(job, lane=other, payload=b"1") is Admission.ADMITTED
+
+
+async def test_a_job_enqueued_while_a_partitioned_worker_drains_wakes_an_idle_worker(redis_server, tag):
+    """A job enqueued while a partitioned worker drains at stop wakes another, idle worker: the stopping
+    worker's blocks are cancelled at once and a token they may have popped is pushed back (found by the
+    adversary pass: the blocks ran on through the grace and swallowed the tokens)."""
+    buses = [PartitionedBus.from_url(redis_server.url, tag=tag, partitions=2) for _ in range(2)]
+    done: dict[str, tuple[str, float]] = {}
+
+    def handler(name: str):
+        async def handle(job):
+            if job.payload == b"long":
+                await asyncio.sleep(4)
+            done[job.id] = (name, time.monotonic())
+
+        return handle
+
+    a = Worker(buses[0], handler("A"), concurrency=2, lease_ms=60_000, sweep_every_s=1, grace_s=10)
+    b = Worker(buses[1], handler("B"), concurrency=1, lease_ms=60_000, sweep_every_s=1)
+    run_a = asyncio.create_task(a.run())
+    await asyncio.sleep(1.0)  # A blocks first on every partition's wake list (first in Redis's queue)
+    run_b = asyncio.create_task(b.run())
+    await asyncio.sleep(1.0)  # B idle, blocked behind A
+    try:
+        long = ids.mint("JOB")
+        await buses[0].enqueue(long, lane=_lanes_of(0, 1, partitions=2)[0], payload=b"long")
+        await asyncio.sleep(0.5)
+        assert a.in_flight == 1  # A runs the long job; its block on partition 1 stays
+        assert long not in done
+        a.stop()  # graceful: A drains its long job for up to grace_s
+        await asyncio.sleep(0.3)
+        job, sent = ids.mint("JOB"), time.monotonic()
+        await buses[0].enqueue(job, lane=_lanes_of(1, 1, partitions=2)[0], payload=b"x")
+        for _ in range(60):
+            if job in done:
+                break
+            await asyncio.sleep(0.05)
+        assert job in done, "an idle worker did not wake for a job enqueued while another worker stopped"
+        assert done[job][1] - sent < 3
+    finally:
+        a.stop()
+        b.stop()
+        await asyncio.gather(run_a, run_b)
+        for bus in buses:
+            await bus.aclose()

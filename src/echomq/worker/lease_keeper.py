@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 import redis.cluster
+from redis.crc import key_slot
 
 from echomq import finish
 from echomq._clients import blocking_twin
@@ -140,15 +141,26 @@ class LeaseKeeper:
         """One reply per extend call, a refused call's error in its place; raises if Redis is unreachable.
 
         A cluster gets one script call each, since redis-py's cluster pipeline refuses scripts: a refusal
-        stays that call's reply, as in the pipeline; a connection error ends the round, as in the pipeline.
+        stays that call's reply, as in the pipeline, and so does a call that cannot reach its node: the
+        leases of the other slots (a partitioned bus's other partitions, on other masters) are still
+        renewed, and the rest of that slot's calls are not sent this round (each would wait out the
+        socket timeout in turn).
         """
         scripts = self._connect()
         if self.bus.is_cluster:
             replies: list[Any] = []
+            down: dict[int, Exception] = {}  # slot -> the error that reaching it raised this round
             for keys, args in calls:
+                slot = key_slot(keys[0].encode())
+                if slot in down:
+                    replies.append(down[slot])
+                    continue
                 try:
                     replies.append(scripts.run("extend", keys, args))
                 except redis.ResponseError as exc:
+                    replies.append(exc)
+                except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+                    down[slot] = exc
                     replies.append(exc)
             return replies
         assert self._client is not None
