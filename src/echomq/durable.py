@@ -70,7 +70,8 @@ class DurableWire:
         self.bus = bus
         self._node: Redis | None = None  # on a cluster: a plain client to the slot's master
         self._opening = asyncio.Lock()
-        self._retired: list[Redis] = []  # node clients given up after a failover or a moved slot
+        self._retired: list[Redis] = []  # node clients given up on, with calls still on them
+        self._users: dict[int, int] = {}  # id of a client -> the calls on it now
 
     async def _client(self) -> Redis:
         client = self.bus.redis
@@ -92,6 +93,7 @@ class DurableWire:
         settings = self.bus.settings
         scripts = [self.bus.scripts.get(name, keys) for keys, _ in calls]
         client = await self._client()
+        self._users[id(client)] = self._users.get(id(client), 0) + 1
         try:
             with translate_redis_errors():
                 pipe: Any
@@ -101,25 +103,37 @@ class DurableWire:
                     pipe.hincrby(self.bus.keys.stats, "durable", 1)
                     pipe.execute_command("WAIT", settings.wait_replicas, settings.wait_timeout_ms)
                     replies: list[Any] = await pipe.execute(raise_on_error=False)
+            if _moved(replies):  # the slot has another master now (a failover, a reshard): find it
+                await self._forget(client)
+            return _acknowledged(replies, len(calls), settings)
         except RedisUnavailable:
             await self._forget(client)
             raise
-        if _moved(replies):  # the slot has another master now (a failover, a reshard): find it
-            await self._forget(client)
-        return _acknowledged(replies, len(calls), settings)
+        finally:
+            await self._done_with(client)
 
     async def _forget(self, failed: Redis) -> None:
-        """Stop using the node client ``failed`` and read the cluster's map again (the next call finds
-        the master). Other admissions may still be mid-call on it, and redis-py may reconnect one of
-        theirs after a close, so it is closed now and again at :meth:`aclose`: none is left open."""
+        """Stop handing out the node client ``failed`` (it is closed once its last call ends: see
+        :meth:`_done_with`) and read the cluster's map again (the next call finds the master)."""
         if failed is self._node:
             self._node = None
             self._retired.append(failed)
-            await failed.aclose()
         if isinstance(self.bus.redis, RedisCluster):
             # the cluster may still be electing: the next call reads the map again
             with contextlib.suppress(redis.exceptions.RedisError, OSError):
                 await self.bus.redis.nodes_manager.initialize()
+
+    async def _done_with(self, client: Redis) -> None:
+        """A call on ``client`` ended: a node client given up on is closed when its last call ends (a
+        call still on it may have reconnected it), and forgotten: none is left open, none piles up."""
+        users = self._users[id(client)] - 1
+        if users:
+            self._users[id(client)] = users
+            return
+        del self._users[id(client)]
+        if client in self._retired:
+            self._retired.remove(client)
+            await client.aclose()
 
     async def aclose(self) -> None:
         clients = [*self._retired, *([self._node] if self._node is not None else [])]
