@@ -1,12 +1,7 @@
-"""DurableWire (echomq.durable) must not keep connections open to nodes it gave up on,
-nor pile up the node clients it gave up on.
-
-On a failover ``_forget`` retires the node client (closes it and keeps it in ``_retired`` to close again
-at ``aclose``). But the admissions that were mid-call on that client keep using it (the likely path): redis-py reconnects
-it after the close, and once the old master rejoins as a replica their calls get MOVED, whose
-``_forget(client)`` closes nothing since ``client is not self._node`` any more. Each failover so leaves
-open connections inside retired clients, to the old master's address, for the producer's whole life
-(only ``aclose`` closes them): a long-lived durable producer leaks a few sockets per failover."""
+"""Durable admission (echomq.durable) keeps no connection open to a node it gave up on, and does not pile
+up the node clients it gave up on (found by the adversary pass, failing first): calls still in flight on
+a given-up client used to reconnect it after its close, and each admission refused during a slot move
+kept one more client until aclose."""
 
 from __future__ import annotations
 
