@@ -194,9 +194,7 @@ async def run_each(
     await bus.redis.initialize()
     gate = _gates.get(bus.redis)
     if gate is None:  # one per client: the partitions of a PartitionedBus share their client's pool
-        options = getattr(getattr(bus.redis, "nodes_manager", None), "connection_kwargs", {})
-        pool = int(options.get("max_connections", 2 * CLUSTER_CALLS))  # per node
-        gate = _gates[bus.redis] = asyncio.Semaphore(max(1, min(CLUSTER_CALLS, pool // 2)))
+        gate = _gates[bus.redis] = asyncio.Semaphore(max(1, min(CLUSTER_CALLS, pool_size(bus.redis) // 2)))
 
     async def one(keys: list[str], args: list[Any]) -> Any:
         async with gate:
@@ -207,6 +205,17 @@ async def run_each(
 
 
 CLUSTER_CALLS = 32
+
+
+def pool_size(client: Any) -> int:
+    """How many connections ``client``'s pool may open (per node on a cluster)."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        return int(getattr(pool, "max_connections", 2 * CLUSTER_CALLS))
+    options = getattr(getattr(client, "nodes_manager", None), "connection_kwargs", {})
+    return int(options.get("max_connections", 2 * CLUSTER_CALLS))
+
+
 _gates: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 

@@ -35,10 +35,11 @@ the old one drains; the game opens each new round with the P configured at its o
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import zlib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
 
@@ -49,7 +50,7 @@ from echomq.core import DEFAULT_TAG, Settings
 from echomq.dead import DeadRetry
 from echomq.errors import InvalidOption, UnknownJob
 from echomq.inspection import JobInfo
-from echomq.jobs import Claim, NewJob, enqueue_call
+from echomq.jobs import Claim, NewJob, enqueue_call, pool_size
 from echomq.keyspace import check_lane, check_request, check_tag
 from echomq.lanes import Claimed, new_request
 from echomq.states import Admission, Failure, Finish, Lease, Release
@@ -57,6 +58,8 @@ from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
 MAX_PARTITIONS = 1024
+T = TypeVar("T")
+MERGED_CALLS = 16  # calls of a merged read (stats, sweep, dead letters) in flight at once, at most
 MAX_REQUEST = 64  # a claim request id's length (echomq.keyspace.check_request)
 
 
@@ -110,6 +113,7 @@ class PartitionedBus:
         self.settings = settings or Settings()
         self.partitions = [Bus(redis, t, self.settings) for t in partition_tags(tag, partitions)]
         self._cursor = 0
+        self._gate = asyncio.Semaphore(max(1, min(MERGED_CALLS, pool_size(redis) // 4)))
 
     @classmethod
     def from_url(
@@ -163,8 +167,11 @@ class PartitionedBus:
             for i in at:
                 enqueue_call(self.partitions[p], batch[i])
         answers: list[Admission | None] = [None] * len(batch)
-        replies = await asyncio.gather(
-            *(self.partitions[p].enqueue_many([batch[i] for i in at]) for p, at in groups.items())
+        replies = await self._gated(
+            [
+                functools.partial(self.partitions[p].enqueue_many, [batch[i] for i in at])
+                for p, at in groups.items()
+            ]
         )
         for at, reply in zip(groups.values(), replies, strict=True):
             for i, admission in zip(at, reply, strict=True):
@@ -226,7 +233,7 @@ class PartitionedBus:
 
     async def sweep(self, *, lock_ms: int = 0, limit: int = 1000) -> SweepReport:
         """Sweep every partition; counts summed, the next times the earliest (each on its node's clock)."""
-        parts = await asyncio.gather(*(b.sweep(lock_ms=lock_ms, limit=limit) for b in self.partitions))
+        parts = await self._each(lambda b: b.sweep(lock_ms=lock_ms, limit=limit))
 
         def first(values: Iterable[int | None]) -> int | None:
             return min((v for v in values if v is not None), default=None)
@@ -265,19 +272,40 @@ class PartitionedBus:
         raise UnknownJob(f"no partition of {self.tag} holds {job}")
 
     async def retry_all_dead(self, *, batch: int = 500) -> DeadRetry:
-        parts = await asyncio.gather(*(b.retry_all_dead(batch=batch) for b in self.partitions))
+        parts = await self._each(lambda b: b.retry_all_dead(batch=batch))
         return DeadRetry(sum(p.listed for p in parts), tuple(j for p in parts for j in p.moved))
 
     async def stats(self, *, lanes: int = 50) -> Stats:
         """Every partition's stats merged: counters and depths summed, the deepest ``lanes`` lanes."""
-        parts = await asyncio.gather(*(b.stats(lanes=lanes) for b in self.partitions))
+        parts = await self._each(lambda b: b.stats(lanes=lanes))
         return _merge_stats(list(parts), lanes)
 
     async def dead_jobs(self, limit: int = 100) -> list[tuple[str, int]]:
         """The oldest ``limit`` dead-lettered ids of all partitions with their time (a k-way merge)."""
-        parts = await asyncio.gather(*(b.dead_jobs(limit) for b in self.partitions))
+        parts = await self._each(lambda b: b.dead_jobs(limit))
         merged = heapq.merge(*parts, key=lambda row: (row[1], row[0]))
         return [row for _, row in zip(range(limit), merged, strict=False)]
+
+    async def _each(self, call: Callable[[Bus], Awaitable[T]]) -> list[T]:
+        """``call`` on every partition (see :meth:`_gated`), in partition order."""
+        return await self._gated([functools.partial(call, bus) for bus in self.partitions])
+
+    async def _gated(self, calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
+        """Run ``calls`` concurrently, at most :data:`MERGED_CALLS` at once (a quarter of the pool:
+        their own batches take up to half); their results in order; the first error cancels the rest."""
+
+        async def one(call: Callable[[], Awaitable[T]]) -> T:
+            async with self._gate:
+                return await call()
+
+        tasks = [asyncio.ensure_future(one(call)) for call in calls]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def wait_for_work(self, timeout_s: float) -> bool:
         """Block on every partition's wake list at once; True if a token arrived on any."""

@@ -311,3 +311,22 @@ async def test_a_job_enqueued_while_a_partitioned_worker_drains_wakes_an_idle_wo
         await asyncio.gather(run_a, run_b)
         for bus in buses:
             await bus.aclose()
+
+
+@pytest.mark.parametrize(("partitions", "max_connections"), [(200, None), (12, 4)])
+async def test_merged_calls_work_with_more_partitions_than_the_pool_holds(
+    redis_server, tag, partitions, max_connections
+):
+    """stats, sweep, dead letters and retry-all ask every partition, at most a quarter of the pool at a
+    time (found by the adversary pass: all at once, every call failed past the pool's size)."""
+    pbus = PartitionedBus.from_url(
+        redis_server.url, tag=tag, partitions=partitions, max_connections=max_connections
+    )
+    try:
+        await pbus.enqueue_many([NewJob(ids.mint("JOB"), f"PLR{i}", b"x") for i in range(30)])
+        assert (await pbus.stats()).queued == 30
+        assert (await pbus.sweep()).swept
+        assert await pbus.dead_jobs() == []
+        assert (await pbus.retry_all_dead()).listed == 0
+    finally:
+        await pbus.aclose()
