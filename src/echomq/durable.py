@@ -25,13 +25,17 @@ acknowledged under ``wait_replicas=1`` survives the master's death. With several
 proves one holds it and Redis promotes the replica with the most data, but a promotion of another one
 can still lose it: wait for all of them. ``WAIT`` is not a consensus: a replica that acknowledged can
 itself die before the failover.
+
+An application's own admission script goes through the same wire (:meth:`DurableWire.run` takes the
+script library to run it from; Codemojex's ``submit.lua`` and ``post_guess.lua`` do, with the charge and
+the job in one script): what is acknowledged under ``wait_replicas`` is on the replicas whole.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import redis.asyncio
 import redis.exceptions
@@ -39,15 +43,32 @@ from redis.asyncio import Redis, RedisCluster
 
 from echomq._clients import _cluster_options
 from echomq.errors import NotDurable, RedisUnavailable, translate_redis_errors
+from echomq.keyspace import Keyspace
+from echomq.scripts import AsyncScripts
 
-if TYPE_CHECKING:
-    from echomq.core import BusCore
+
+class _Waits(Protocol):
+    @property
+    def wait_replicas(self) -> int: ...
+    @property
+    def wait_timeout_ms(self) -> int: ...
+
+
+class _Bus(Protocol):
+    """What the wire uses of a bus (an :class:`echomq.core.BusCore`, which imports this module)."""
+
+    redis: Redis | RedisCluster
+    keys: Keyspace
+    scripts: AsyncScripts
+
+    @property
+    def settings(self) -> _Waits: ...
 
 
 class DurableWire:
     """A bus's connection to the master that owns its slot, for admissions followed by ``WAIT``."""
 
-    def __init__(self, bus: BusCore) -> None:
+    def __init__(self, bus: _Bus) -> None:
         self.bus = bus
         self._node: Redis | None = None  # on a cluster: a plain client to the slot's master
         self._opening = asyncio.Lock()
@@ -67,11 +88,16 @@ class DurableWire:
                 self._node = Redis(host=node.host, port=int(node.port), decode_responses=False, **options)
             return self._node
 
-    async def run(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
-        """Run script ``name`` once per call, then wait for the replicas; the replies (an error reply
-        as its value). Raises NotDurable or RedisUnavailable (see the module doc)."""
+    async def run(
+        self, name: str, calls: list[tuple[list[str], list[Any]]], library: AsyncScripts | None = None
+    ) -> list[Any]:
+        """Run script ``name`` of ``library`` (by default the bus's own: EchoMQ's) once per call, then
+        wait for the replicas; the replies (an error reply as its value). An application's library (the
+        game's admission) must declare keys in the bus's slot. Raises NotDurable or RedisUnavailable
+        (see the module doc)."""
         settings = self.bus.settings
-        scripts = [self.bus.scripts.get(name, keys) for keys, _ in calls]
+        registry = self.bus.scripts if library is None else library
+        scripts = [registry.get(name, keys) for keys, _ in calls]
         client = await self._client()
         try:
             with translate_redis_errors():
