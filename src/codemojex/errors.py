@@ -19,6 +19,8 @@ Every exception Codemojex raises derives from :class:`CodemojexError`, and each 
     ├── RoundClosed                         round_closed      the round does not take this call any more
     ├── NotProven                           not_proven        a lock on a position no scored guess proved
     ├── Unavailable (also ConnectionError)  unavailable       Redis could not be reached; effect unknown
+    │   └── NotDurable                      unavailable       admitted on the master, no replica known to
+    │                                                         hold it (durable admission); retry, same id
     └── ScriptError                         script_error      a script answered outside its contract
 
 A refused guess (closed round, insufficient funds, the guess limit, an idempotency conflict) is *not* an
@@ -128,6 +130,12 @@ class Unavailable(CodemojexError, ConnectionError):
     """Redis could not be reached, or the call timed out. The call's effect is unknown."""
 
     code = "unavailable"
+
+
+class NotDurable(Unavailable):
+    """A durable admission (the bus's ``Settings.wait_replicas``) ran on the master, but fewer replicas
+    than asked acknowledged it in time: retry it with the same job id (it answers DUPLICATE, charging
+    nothing, once it was admitted). Its code is ``unavailable``: to a client, one more reason to retry."""
 
 
 class ScriptError(CodemojexError):

@@ -3,6 +3,25 @@
 A thin facade, like :class:`echomq.Bus`: the behaviour lives in the role modules (:mod:`codemojex.rounds`,
 :mod:`codemojex.players`, :mod:`codemojex.wallet`, :mod:`codemojex.locks`, :mod:`codemojex.guesses`,
 :mod:`codemojex.leaderboard`, :mod:`codemojex.score_worker`), each taking a Game first.
+
+**Failover.** Redis replicates asynchronously, so a master's failover (its replica promoted) can lose
+what the master acknowledged in the last instant before it died, always whole scripts, never half of
+one (a script's writes replicate as one unit, in order). Without durable admission that is:
+
+* an admission (``submit.lua``, ``post_guess.lua``): the charge and the job together, never one without
+  the other. A player told "admitted" may find neither; their retry with the same job id admits it anew
+  and charges once (a retry without one is a new guess).
+* a scored effect (``score.lua``): the GES record, the attempt, the board and the job's completion
+  together. The job is then active (or queued) again on the promoted replica, its lease runs out, and
+  it is scored again, once, under the new attempts token; the late finish of the first delivery is
+  refused as stale. Never counted twice.
+
+With the bus's ``Settings(wait_replicas=n)`` the admissions go through the bus's durable wire
+(:mod:`echomq.durable`): each is answered only once ``n`` replicas hold it (and everything the master
+wrote before it), else it raises :class:`~codemojex.errors.NotDurable`, an
+:class:`~codemojex.errors.Unavailable` (answered 503 ``unavailable`` by the host): retry it with the same
+job id, a duplicate charged nothing. So an acknowledged guess survives the failover and is scored exactly
+once. Scoring is not waited for: a lost score is redone, as above.
 """
 
 from __future__ import annotations
@@ -20,6 +39,7 @@ from codemojex.errors import (
     InvalidId,
     InvalidInput,
     InvalidOption,
+    NotDurable,
     ScriptError,
     Unavailable,
     UnknownJob,
@@ -51,6 +71,8 @@ KEY_COUNTS: dict[str, int] = {
     "post_guess": 6,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
+# The admissions: with the bus's Settings.wait_replicas, acknowledged once that many replicas hold them.
+DURABLE_SCRIPTS = frozenset({"submit", "post_guess"})
 
 _CURRENCY = re.compile(r"[a-z]{1,16}")
 MAX_AMOUNT = 1_000_000
@@ -153,6 +175,7 @@ class GameSettings:
 
 
 _TRANSLATED: tuple[tuple[type[Exception], type[CodemojexError]], ...] = (
+    (bus_errors.NotDurable, NotDurable),
     (bus_errors.InvalidId, InvalidId),
     (bus_errors.InvalidInput, InvalidInput),
     (bus_errors.UnknownJob, UnknownJob),
@@ -224,9 +247,16 @@ class Game:
         return self.bus.redis
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run game script ``name``, errors translated."""
+        """Run game script ``name``, errors translated. An admission (:data:`DURABLE_SCRIPTS`) on a bus
+        with ``wait_replicas`` goes through the bus's durable wire: answered once the replicas hold it,
+        else :class:`~codemojex.errors.NotDurable` (see the module doc)."""
         with translate_errors():
-            return await self.scripts.run(name, keys, args)
+            if self.bus.durable is None or name not in DURABLE_SCRIPTS:
+                return await self.scripts.run(name, keys, args)
+            [reply] = await self.bus.durable.run(name, [(keys, args)], self.scripts)
+            if isinstance(reply, Exception):  # an error reply, raised as the plain call raises it
+                raise reply
+            return reply
 
     async def aclose(self) -> None:
         await self.bus.aclose()

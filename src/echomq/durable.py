@@ -26,6 +26,10 @@ acknowledged under ``wait_replicas=1`` survives the master's death. With several
 proves one holds it and Redis promotes the replica with the most data, but a promotion of another one
 can still lose it: wait for all of them. ``WAIT`` is not a consensus: a replica that acknowledged can
 itself die before the failover.
+
+An application's own admission script goes through the same wire (:meth:`DurableWire.run` takes the
+script library to run it from; Codemojex's ``submit.lua`` and ``post_guess.lua`` do, with the charge and
+the job in one script): what is acknowledged under ``wait_replicas`` is on the replicas whole.
 """
 
 from __future__ import annotations
@@ -87,11 +91,16 @@ class DurableWire:
                 self._node = Redis(host=node.host, port=int(node.port), decode_responses=False, **options)
             return self._node
 
-    async def run(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
-        """Run script ``name`` once per call, then wait for the replicas; the replies (an error reply
-        as its value). Raises NotDurable or RedisUnavailable (see the module doc)."""
+    async def run(
+        self, name: str, calls: list[tuple[list[str], list[Any]]], library: AsyncScripts | None = None
+    ) -> list[Any]:
+        """Run script ``name`` of ``library`` (by default the bus's own: EchoMQ's) once per call, then
+        wait for the replicas; the replies (an error reply as its value). An application's library (the
+        game's admission) must declare keys in the bus's slot. Raises NotDurable or RedisUnavailable
+        (see the module doc)."""
         settings = self.bus.settings
-        scripts = [self.bus.scripts.get(name, keys) for keys, _ in calls]
+        registry = self.bus.scripts if library is None else library
+        scripts = [registry.get(name, keys) for keys, _ in calls]
         client = await self._client()
         self._users[id(client)] = self._users.get(id(client), 0) + 1
         try:

@@ -392,3 +392,33 @@ def test_on_a_cluster_whose_slot_is_resharded_meanwhile_no_guess_is_lost_or_scor
     assert report.acknowledged == config.guesses
     assert report.scored == config.guesses
     assert (report.lost, report.double, report.vanished) == (0, 0, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(
+    600
+)  # a wait limit: six nodes, a failover, the moves and the workers on a shared machine
+def test_when_the_slots_master_fails_over_meanwhile_no_acknowledged_guess_is_lost_or_scored_twice():
+    """The cluster schedule with ``failover``: one replica per master, durable admission, and between the
+    moves the slot's master is SIGKILLed, its replica promoted and the old master back as its replica;
+    every acknowledged guess is scored exactly once on the promoted master, none lost, none doubled."""
+    config = dataclasses.replace(
+        SHORT,
+        guesses=200,
+        players=6,
+        workers=2,
+        concurrency=4,
+        seed=17,
+        fault_every_s=1.0,
+        kinds=("kill", "sweeps", "failover"),
+        cluster=True,
+        quiet=False,
+    )
+    assert config.bus_settings().wait_replicas == 1
+    report = run(config)
+    assert report.ok, report.to_text()
+    assert report.faults.get("failover", 0) >= 1, report.to_text()
+    assert report.faults.get("reshard", 0) >= 2, report.to_text()
+    assert report.acknowledged == config.guesses
+    assert report.scored == config.guesses
+    assert (report.lost, report.double, report.vanished) == (0, 0, 0)

@@ -520,3 +520,16 @@ def test_round_schedule_shows_and_changes_the_settings(cmx):
     assert refused_zero.returncode != 0
     assert "Traceback" not in refused_zero.stderr
     assert ok(cmx("--json", "round", "schedule"))["duration_s"] == 60.0
+
+
+def test_a_guess_with_wait_replicas_and_no_replica_is_unavailable_and_its_retry_charges_once(cmx):
+    """``--wait-replicas 1`` on a server without a replica: the guess ran on the master but no replica
+    acknowledged it, so exit 1 ``unavailable``; its retry with the same ``--job`` (without the option)
+    is a duplicate with the one charge."""
+    round_id, player_id = open_round(cmx)["id"], new_player(cmx)["id"]
+    job = ids.mint("JOB")
+    durable = cmx("--wait-replicas", "1", "guess", round_id, player_id, "🍎🍌🍇🍓🍒🍑", "--job", job)
+    assert one_error_line(durable, 1).startswith("codemojex: error: unavailable:")
+    again = ok(cmx("--json", "guess", round_id, player_id, "🍎🍌🍇🍓🍒🍑", "--job", job))
+    assert (again["outcome"], again["job"]) == ("duplicate", job)
+    assert ok(cmx("--json", "wallet", player_id))["balances"]["ticket"] == 2

@@ -14,6 +14,7 @@ from echomq import Admission, Bus, NewJob, NotDurable, RedisUnavailable, Setting
 from echomq.partitions import PartitionedBus
 from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.invariants import job_rows, locations, queue_structure
+from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
 from echomq.testing.server import RedisProcess
 from tests.support.cluster import slot_master, spread_tag
 from tests.support.workers import eventually, running
@@ -176,3 +177,24 @@ async def test_no_durably_acknowledged_job_is_lost_when_a_master_fails_over(repl
 
 async def _done_jobs(bus: Bus) -> list[tuple[bytes, float]]:
     return await bus.redis.zrange(bus.keys.done, 0, -1, withscores=True)  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_slot_of_a_promoted_master_moves_to_another_master_and_back(replicated):
+    """After a failover the masters are no longer the ones the cluster was formed with: the slot move of
+    echomq.testing.reshard takes the promoted master as a source and a target, keys and all."""
+    slot = slot_of("{moved}")
+    victim = slot_owner(replicated, slot)
+    with redis.RedisCluster(host="127.0.0.1", port=victim) as client:
+        client.mset({f"{{moved}}:{i}": i for i in range(20)})
+        client.execute_command("WAIT", 1, 2000, target_nodes=client.get_node_from_key("{moved}"))
+    promoted = replicated.fail_over(victim)
+    away = next(port for port in replicated.masters() if port != promoted)
+    SlotMigration(replicated, slot, away).run()
+    assert slot_owner(replicated, slot) == away
+    SlotMigration(replicated, slot, promoted).run()
+    replicated.rejoin(victim)
+    assert slot_owner(replicated, slot) == promoted
+    with redis.Redis(port=promoted) as client:
+        assert [int(v) for v in client.mget([f"{{moved}}:{i}" for i in range(20)])] == list(range(20))

@@ -89,7 +89,8 @@ def price(text: str) -> tuple[str, int]:
 
 def bus_settings(args: argparse.Namespace) -> Settings | None:
     """The bus's retention as the worker's options give it (the proof's demo worker: ``codemojex.proof``'s
-    ``DEMO_BUS``), or None: the library's defaults."""
-    names = ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms")
+    ``DEMO_BUS``) and ``--wait-replicas`` (durable admission of ``guess``), or None: the library's
+    defaults."""
+    names = ("result_ttl_ms", "dedup_window_ms", "dead_ttl_ms", "wait_replicas")
     given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
     return Settings(**given) if given else None

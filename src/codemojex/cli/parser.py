@@ -55,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
             help="the URL names one node of a Redis Cluster (the client discovers the others)",
         )
         target.add_argument(
+            "--wait-replicas",
+            type=count(0),
+            default=None if is_global else default,
+            metavar="N",
+            help="durable admission: a guess is acknowledged once N replicas hold it (default 0)",
+        )
+        target.add_argument(
             "--log-level",
             default="INFO" if is_global else default,
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],

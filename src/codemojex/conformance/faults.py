@@ -26,9 +26,14 @@ The kinds (each can be left out with the config's ``kinds``):
 ``skew``
     start each worker with its clock shifted by up to an hour either way (``ECHOMQ_CLOCK_SKEW_MS``).
 
+``failover``
+    (the cluster schedule only, :mod:`.cluster`) SIGKILL the master that serves the bus's slot, wait for
+    its replica's promotion, start it again as that replica's replica; the run admits durably meanwhile.
+
 ``kill``, ``stall``, ``redis``, ``cut``, ``sweeps`` and ``pause`` are :data:`INJECTED` by the
 :class:`Injector` at random, in turns weighted by :data:`WEIGHTS`; ``boundary`` and ``skew`` are armed in
-each worker's environment when the pool starts it (:mod:`.pool`).
+each worker's environment when the pool starts it (:mod:`.pool`); ``failover`` is run by the cluster
+schedule between its slot moves (``reshard`` in the report), never by the injector.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ its players (:mod:`.players`), the worker processes (:mod:`.pool`); then the pla
 
 With ``cluster`` the harness starts a three-master Redis Cluster instead of one server, and moves the
 bus's slot to another master and back, key by key, for as long as the players play (``reshard`` in the
-report; :mod:`.cluster`); Redis crashes and cuts are left out there.
+report; :mod:`.cluster`), and with the ``failover`` kind fails the slot's master over between the moves
+(one replica per master, durable admission); Redis crashes and cuts are left out there.
 
 Players retry a submit that got no answer with the same JOB id (an idempotent client), and resubmit a
 share of their answered guesses on purpose (duplicates). The workers (:mod:`.worker`) record each handler
@@ -32,8 +33,8 @@ from urllib.parse import urlparse
 
 import redis
 
-from codemojex.conformance import cluster as cluster_schedule
 from codemojex.conformance import invariants
+from codemojex.conformance.cluster import ClusterSchedule
 from codemojex.conformance.faults import Injector
 from codemojex.conformance.history import History
 from codemojex.conformance.invariants import Client
@@ -47,7 +48,6 @@ from codemojex.conformance.starts import is_probe
 from codemojex.game import Game
 from codemojex.keys import GameKeys
 from echomq.keyspace import Keyspace
-from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.proxy import Proxy
 from echomq.testing.server import RedisProcess
 
@@ -73,7 +73,7 @@ class Run:
         self.url = ""
         self.keys = Keyspace(config.tag)
         self.ending: Ending | None = None
-        self.nodes: RedisClusterProcesses | None = None  # the cluster schedule's
+        self.cluster: ClusterSchedule | None = None  # the cluster schedule's
         self.players = Players(config, self.history)
         settings = config.bus_settings()
         bounds = Bounds(
@@ -87,8 +87,10 @@ class Run:
     # -- set-up ----------------------------------------------------------------------------------------
 
     def _start_redis(self, stack: contextlib.ExitStack) -> None:
-        if self.config.cluster:  # the checks read the master that serves the bus's slot (at the end, again)
-            self.nodes, self.url = cluster_schedule.start(stack, self.config.tag)
+        if self.config.cluster:  # the processes start from a master that never fails nor holds the slot
+            failover = self.config.wait_replicas > 0  # the failover kind, with durable admission
+            self.cluster = ClusterSchedule(stack, self.config.tag, failover=failover)
+            self.url = self.cluster.url
             return
         if self.config.redis_url:
             self.url = self.config.redis_url
@@ -130,7 +132,8 @@ class Run:
             worker_url = self._worker_url()
             if self.proxy is not None:
                 stack.callback(self.proxy.close)
-            client = redis.Redis.from_url(self.url, socket_timeout=5)
+            # The checks read the slot's master (at the end, again), the cluster's wherever it is now.
+            client = self.cluster.client if self.cluster else redis.Redis.from_url(self.url, socket_timeout=5)
             stack.callback(client.close)
             c = self.config
             url = with_socket_timeout(self.url, c.socket_timeout_s)
@@ -199,8 +202,8 @@ class Run:
         return await self._drained(client)
 
     async def _reshard(self, stop: asyncio.Event) -> None:
-        if self.nodes is not None:
-            await cluster_schedule.reshard_until(self.nodes, self.config.tag, stop, self.history)
+        if self.cluster is not None:
+            await self.cluster.run_until(stop, self.history)
 
     def execute_blocking(self) -> Report:
         return asyncio.run(self.execute())

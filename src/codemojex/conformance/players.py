@@ -166,6 +166,7 @@ class Players:
         argv += ["--cluster"] if self.config.cluster else []
         argv += ["--port", str(self.host_port), "--max-queued", str(SETTINGS.max_queued)]
         argv += ["--max-attempts", str(self.config.max_attempts)]
+        argv += ["--wait-replicas", str(self.config.wait_replicas)]  # durable under failover
         argv += ["--unlimited"]  # every player comes from one address here: the limits are not under test
         self.host_log = Path(tempfile.mkdtemp(prefix="conformance-")) / "host.log"
         with self.host_log.open("wb") as log:

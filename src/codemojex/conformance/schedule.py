@@ -32,6 +32,7 @@ class Config:
     drain_timeout_s: float = 180.0
     http_share: float = 0.25  # of the players submit over HTTP to a web host process, with Idempotency-Key
     cluster: bool = False  # on a 3-master cluster of the harness's own, the bus's slot resharded meanwhile
+    # (kinds: ``failover`` there fails the slot's master over too, with durable admission on)
     max_attempts: int = 25  # of each guess job (1 makes a try spent without a handler run a dead letter)
     socket_timeout_s: float = 1.0  # of every Redis client of the players, host and workers; pause: 1.5x
     sweep_every_s: float = 0.3  # the workers' sweep period (the library's default is 10 s)
@@ -61,10 +62,18 @@ class Config:
         if self.socket_timeout_s <= 0 or self.sweep_every_s <= 0:
             raise ValueError("socket_timeout_s and sweep_every_s are positive")
 
+    @property
+    def wait_replicas(self) -> int:
+        """Durable admission under ``failover`` (:mod:`.cluster`): a guess acknowledged is on the replica.
+        A fault of the cluster schedule only: on one server (no replica) the kind is left out."""
+        return 1 if self.cluster and "failover" in self.kinds else 0
+
     def bus_settings(self) -> Settings:
         given = {"result_ttl_ms": self.result_ttl_ms, "dedup_window_ms": self.dedup_window_ms}
         return Settings(
-            backoff_base_ms=self.backoff_base_ms, **{k: v for k, v in given.items() if v is not None}
+            backoff_base_ms=self.backoff_base_ms,
+            wait_replicas=self.wait_replicas,
+            **{k: v for k, v in given.items() if v is not None},
         )
 
 

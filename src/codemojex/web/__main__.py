@@ -26,6 +26,7 @@ from codemojex.web.admission import Limits
 from codemojex.web.app import create_app
 from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig
+from echomq import Settings
 from echomq.cli.env import DEFAULT_URL
 
 ARGV_ENV = "CODEMOJEX_WEB_ARGV"  # the command line, for each process of --hosts N (uvicorn's workers)
@@ -47,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cluster", action="store_true")
     parser.add_argument("--max-queued", type=int, default=GameSettings().max_queued)
     parser.add_argument("--max-attempts", type=int, default=GameSettings().max_attempts)
+    parser.add_argument(
+        "--wait-replicas",
+        type=int,
+        default=0,
+        metavar="N",
+        help="answer a guess once N replicas hold it (durable admission; default 0: when the master ran it)",
+    )
+    parser.add_argument("--wait-timeout-ms", type=int, default=Settings().wait_timeout_ms, metavar="MS")
     parser.add_argument("--proof", action="store_true", help="the proof endpoints (off by default here)")
     parser.add_argument(
         "--trusted-proxy",
@@ -105,6 +114,9 @@ def _config(args: argparse.Namespace) -> HostConfig:
         rounds_by_worker=args.rounds_by_worker,
         settings=GameSettings(max_queued=args.max_queued, max_attempts=args.max_attempts),
         limits=limits,
+        bus_settings=Settings(wait_replicas=args.wait_replicas, wait_timeout_ms=args.wait_timeout_ms)
+        if args.wait_replicas
+        else None,
     )
 
 

@@ -74,6 +74,7 @@ def create_app(config: HostConfig) -> FastAPI:
             config.redis_url,
             config.tag,
             config.settings,
+            config.bus_settings,
             cluster=config.cluster,
             max_connections=config.max_connections,
         )

@@ -12,6 +12,7 @@ from codemojex.game import Game, GameSettings
 from codemojex.proof import CALLER_CAP, TOTAL_CAP
 from codemojex.supervisor import WorkerStatus
 from codemojex.web.admission import Limits
+from echomq import Settings
 
 if TYPE_CHECKING:
     from codemojex.web.hub import Hub
@@ -30,7 +31,9 @@ class HostConfig:
     ``limits`` are the admission limits (rate, in flight, streams, timeouts:
     :class:`~codemojex.web.admission.Limits`). ``rounds_by_worker``: the operator's open and close go to
     the score worker as jobs (:mod:`codemojex.round_jobs`), for a host whose Redis user may not touch
-    secrets (:mod:`codemojex.access`)."""
+    secrets (:mod:`codemojex.access`). ``bus_settings``: the game bus's (None: the library's defaults);
+    with ``wait_replicas`` a guess is answered 202 only once that many replicas hold it (else 503
+    ``unavailable``; :mod:`codemojex.game`, "Failover")."""
 
     redis_url: str
     tag: str = "cm"
@@ -47,6 +50,7 @@ class HostConfig:
     max_connections: int = 200
     limits: Limits = field(default_factory=Limits)  # admission control (codemojex.web.admission)
     rounds_by_worker: bool = False
+    bus_settings: Settings | None = None
 
 
 @dataclass(slots=True)

@@ -47,8 +47,9 @@ def slot_of(key: str) -> int:
 
 
 def slot_owner(cluster: RedisClusterProcesses, slot: int) -> int:
-    """The port of the master that serves ``slot`` now (asked of the first node that answers)."""
-    for port in cluster.ports:
+    """The port of the master that serves ``slot`` now (asked of the first node that answers; after a
+    failover the masters are not the ones the cluster was formed with)."""
+    for port in cluster.all_ports:
         with redis.Redis(port=port, socket_timeout=5) as client:
             try:
                 ranges = _command(client, "CLUSTER", "SLOTS")
@@ -71,7 +72,8 @@ class SlotMigration:
         self.cluster = cluster
         self.slot = slot
         self.source_port = slot_owner(cluster, slot)
-        if to_port == self.source_port or to_port not in cluster.ports:
+        self.masters = cluster.masters()  # now: a failover promotes a replica, its old master follows it
+        if to_port == self.source_port or to_port not in self.masters:
             raise ReshardError(f"port {to_port} is not another master of the cluster")
         self.target_port = to_port
         self.moved: list[bytes] = []
@@ -120,7 +122,7 @@ class SlotMigration:
         while left := self.pending():
             self.move_all(left)
         target_id = self._id(self.target_port)
-        others = [p for p in self.cluster.ports if p not in (self.source_port, self.target_port)]
+        others = [p for p in self.masters if p not in (self.source_port, self.target_port)]
         for port in (self.target_port, self.source_port, *others):
             with self._client(port) as client:
                 _command(client, "CLUSTER", "SETSLOT", self.slot, "NODE", target_id)
@@ -131,7 +133,7 @@ class SlotMigration:
         deadline = time.monotonic() + _AGREE_TIMEOUT_S
         while True:
             owners = set()
-            for port in self.cluster.ports:
+            for port in self.masters:
                 with self._client(port) as client:
                     for start, end, master, *_ in _command(client, "CLUSTER", "SLOTS"):
                         if int(start) <= self.slot <= int(end):
