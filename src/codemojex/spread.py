@@ -90,6 +90,12 @@ class SpreadGame:
         )
         return cls(pbus, settings)
 
+    async def check_layout(self) -> None:
+        """Refuse a game opened with another P than its partitions were made with (InvalidOption;
+        :meth:`echomq.partitions.PartitionedBus.check_layout`), once per object."""
+        with translate_errors():
+            await self.pbus.check_layout()
+
     def partition_of_player(self, player_id: str) -> int:
         return partition_of(check_id(player_id, PLAYER), len(self.games))
 
@@ -125,6 +131,7 @@ async def register(spread: SpreadGame, name: str, *, token: str | None = None) -
     errors, NameTaken across the whole game. A lost reply: as there (a new call registers anew)."""
     partition = spread.partition_of_name(name)
     player_id = mint_player_id(partition, len(spread.games))
+    await spread.check_layout()
     try:
         return await players.register(spread.games[partition], name, token=token, player_id=player_id)
     except NameTaken:  # its suggestion was looked up in this partition: ask each variant's own
@@ -173,6 +180,7 @@ async def open_round(
         board = keyboard if isinstance(keyboard, kb.Keyboard) else kb.Keyboard.of(keyboard)
     code = codes.draw_secret(board, LENGTH) if secret is None else codes.parse_guess(list(secret), board)
     round_id = ids.mint(ROUND) if round_id is None else check_id(round_id, ROUND)
+    await spread.check_layout()
     if opens_at_ms is None:
         delay_ms = round(rounds.check_seconds("delay_s", delay_s, 0, rounds.MAX_DURATION_S) * 1000)
         opens_at_ms = await rounds.server_ms(spread.games[0]) + delay_ms
@@ -217,6 +225,7 @@ async def submit(
     job_id: str | None = None,
 ) -> Submission:
     """:func:`codemojex.guesses.submit` in the player's partition: one script, the same answers."""
+    await spread.check_layout()
     return await submit_one(spread.game_of(player_id), round_id, player_id, guess, job_id=job_id)
 
 

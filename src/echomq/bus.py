@@ -66,6 +66,9 @@ class Bus(BusCore):
         the lane's partition), so code written for either kind finds a claim's bus the same way."""
         return self
 
+    async def check_layout(self) -> None:
+        """Nothing to check on one bus (a :class:`~echomq.partitions.PartitionedBus` checks its P)."""
+
     async def enqueue(
         self,
         job: str,

@@ -131,6 +131,11 @@ class Keyspace:
         return f"{self.prefix}stats"
 
     @property
+    def layout(self) -> str:
+        """A partition's place in its partitioned bus, ``i/P`` (:mod:`echomq.partitions`)."""
+        return f"{self.prefix}layout"
+
+    @property
     def waiting(self) -> str:
         """Hash: lane -> the claim serial since which it waits for service (its fairness lag)."""
         return f"{self.prefix}waiting"

@@ -48,7 +48,7 @@ from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, Settings
 from echomq.dead import DeadRetry
-from echomq.errors import InvalidOption, UnknownJob
+from echomq.errors import InvalidOption, UnknownJob, translate_redis_errors
 from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob, enqueue_call, pool_size
 from echomq.keyspace import check_lane, check_request, check_tag
@@ -113,6 +113,7 @@ class PartitionedBus:
         self.settings = settings or Settings()
         self.partitions = [Bus(redis, t, self.settings) for t in partition_tags(tag, partitions)]
         self._cursor = 0
+        self._layout_checked = False
         self._gate = asyncio.Semaphore(max(1, min(MERGED_CALLS, pool_size(redis) // 4)))
 
     @classmethod
@@ -152,6 +153,7 @@ class PartitionedBus:
         delay_ms: int = 0,
     ) -> Admission:
         """:meth:`echomq.Bus.enqueue` on the lane's partition (a retry lands on the same partition)."""
+        await self.check_layout()
         return await self.route(lane).enqueue(
             job, lane=lane, payload=payload, max_attempts=max_attempts, priority=priority, delay_ms=delay_ms
         )
@@ -167,6 +169,7 @@ class PartitionedBus:
             for i in at:
                 enqueue_call(self.partitions[p], batch[i])
         answers: list[Admission | None] = [None] * len(batch)
+        await self.check_layout()
         replies = await self._gated(
             [
                 functools.partial(self.partitions[p].enqueue_many, [batch[i] for i in at])
@@ -199,6 +202,7 @@ class PartitionedBus:
         if len(request) > longest:
             raise InvalidOption(f"a claim request on {size} partitions is at most {longest} characters")
         check_int("count", count, 1)
+        await self.check_layout()
         jobs: list[Claim] = []
         answer: Claimed | None = None
         for step in range(size):
@@ -285,6 +289,30 @@ class PartitionedBus:
         parts = await self._each(lambda b: b.dead_jobs(limit))
         merged = heapq.merge(*parts, key=lambda row: (row[1], row[0]))
         return [row for _, row in zip(range(limit), merged, strict=False)]
+
+    async def check_layout(self) -> None:
+        """Refuse a bus used with another P than it was made with (once per object; a worker checks
+        at its start). Each partition keeps ``i/P`` (``layout``, written by the first user): a lane's
+        partition is a function of P, so with another P a job would be claimed from one partition and
+        finished on another (refused, and run again). Raises :class:`~echomq.errors.InvalidOption`."""
+        if self._layout_checked:
+            return
+        size = len(self.partitions)
+
+        async def mark(i: int) -> None:
+            bus = self.partitions[i]
+            with translate_redis_errors():
+                await bus.redis.set(bus.keys.layout, f"{i}/{size}", nx=True)
+                raw = await bus.redis.get(bus.keys.layout)
+            found = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if raw is not None and found != f"{i}/{size}":
+                raise InvalidOption(
+                    f"partition {bus.tag} belongs to a bus of {found.split('/')[-1]} partitions,"
+                    f" not {size}: open it with that count (see echomq.partitions, growing P)"
+                )
+
+        await self._gated([functools.partial(mark, i) for i in range(size)])
+        self._layout_checked = True
 
     async def _each(self, call: Callable[[Bus], Awaitable[T]]) -> list[T]:
         """``call`` on every partition (see :meth:`_gated`), in partition order."""

@@ -352,3 +352,14 @@ async def test_an_operator_command_on_a_spread_bus_is_dead_lettered_not_run_in_o
 
 async def _state(bus, job: str, state: str) -> bool:
     return (await bus.inspect(job)).state.value == state
+
+
+async def test_a_game_opened_with_another_partition_count_is_refused(spread_game, redis_server):
+    """Each partition keeps its place i/P: the same tag opened with another P is refused before any
+    write (a player's partition is a function of P)."""
+    await spread.register(spread_game, "First")
+    async with SpreadGame.from_url(redis_server.url, tag=spread_game.pbus.tag, partitions=2) as other:
+        with pytest.raises(CodemojexError):
+            await spread.register(other, "Second")
+    counts = [await game.redis.zcard(game.keys.players) for game in spread_game.games]
+    assert sum(counts) == 1

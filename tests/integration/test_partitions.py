@@ -330,3 +330,29 @@ async def test_merged_calls_work_with_more_partitions_than_the_pool_holds(
         assert (await pbus.retry_all_dead()).listed == 0
     finally:
         await pbus.aclose()
+
+
+async def test_a_bus_opened_with_another_partition_count_is_refused_before_anything_runs(redis_server, tag):
+    """Each partition keeps its place i/P: a producer or a worker with another P is refused at once
+    (found by the adversary pass: a P=4 worker on a P=3 bus claimed a job in one partition and finished
+    it on another, refused, so the job ran max_attempts times and died)."""
+    three = PartitionedBus.from_url(redis_server.url, tag=tag, partitions=3)
+    four = PartitionedBus.from_url(redis_server.url, tag=tag, partitions=4)
+    runs: list[str] = []
+
+    async def handler(job):
+        runs.append(job.id)
+
+    try:
+        job = ids.mint("JOB")
+        await three.enqueue(job, lane="PLRx", payload=b"x", max_attempts=3)
+        with pytest.raises(InvalidOption, match="3 partitions"):
+            await four.enqueue(ids.mint("JOB"), lane="PLRy", payload=b"y")
+        with pytest.raises(InvalidOption):
+            await Worker(four, handler, concurrency=2, lease_ms=500).run()
+        assert runs == []
+        assert (await three.inspect(job)).state.value == "queued"
+        assert (await three.stats()).queued == 1
+    finally:
+        await three.aclose()
+        await four.aclose()

@@ -171,6 +171,7 @@ class Worker:
         try:
             if handle_signals:
                 self.install_signal_handlers()
+            await self.bus.check_layout()  # a partitioned bus opened with another P: refused at once
             self.fetcher.open()
             self.keeper.start()
             self._policy_unchecked = await check_eviction_policy(self.bus)
