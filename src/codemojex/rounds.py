@@ -21,7 +21,7 @@ from functools import lru_cache
 from codemojex import codes
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
-from codemojex.errors import CodemojexError, InvalidOption, RoundClosed, ScriptError, UnknownRound
+from codemojex.errors import CodemojexError, InvalidOption, RoundClosed, UnknownRound
 from codemojex.game import (
     Game,
     Prices,
@@ -138,7 +138,7 @@ async def open_round(
         ],
     )
     if int(reply[0]) != 1:  # a freshly minted id names this call alone (1 also on a retried run)
-        raise ScriptError(f"open_round.lua answered {reply!r} for a fresh id")
+        raise InvalidOption(f"a round {round_id} exists with other settings: nothing changed")
     return await get_round(game, round_id)
 
 
@@ -228,7 +228,7 @@ async def current_round(game: Game) -> Round | None:
     return None
 
 
-async def close_round(game: Game, round_id: str, *, operation: str | None = None) -> int:
+async def close_round(game: Game, round_id: str, *, operation: str | None = None, reveal: bool = True) -> int:
     """Close ``round_id`` now; its close time (server ms). :class:`RoundClosed` if it was closed already
     by another call (or its close time passed).
 
@@ -240,7 +240,7 @@ async def close_round(game: Game, round_id: str, *, operation: str | None = None
     reply = await game.run(
         "close_round",
         [keys.round(round_id), keys.secret(round_id), keys.revealed(round_id)],
-        [check_id(round_id, ROUND), op],
+        [check_id(round_id, ROUND), op, "1" if reveal else "0"],
     )
     code = int(reply[0])
     if code == -1:

@@ -49,7 +49,7 @@ from typing import Any
 from codemojex import codes, leaderboard, players, ranking, round_jobs, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
-from codemojex.errors import NameTaken, RoundClosed
+from codemojex.errors import NameTaken, RoundClosed, UnknownRound
 from codemojex.game import Game, GameSettings, check_int, translate_errors
 from codemojex.guesses import GuessRecord, Submission
 from codemojex.guesses import submit as submit_one
@@ -173,7 +173,10 @@ async def open_round(
 ) -> rounds.Round:
     """Open one round in every partition, at the same instants (see the module doc); the arguments as
     :func:`codemojex.rounds.open_round`'s. To mend a lost reply or a crash midway, call again with the
-    ``round_id``, ``keyboard``, ``secret`` and ``opens_at_ms`` this call used (the returned round's)."""
+    same arguments and the ``round_id``, ``keyboard``, ``secret`` and ``opens_at_ms`` this call used
+    (the returned round's): a partition holding the round with other settings refuses it
+    (InvalidOption) before any other is written, and a round closed meanwhile in a partition is closed
+    in those the mend writes."""
     if keyboard is None:
         board = kb.random_keyboard(spread.settings.keyboard_size if size is None else size)
     else:
@@ -184,16 +187,32 @@ async def open_round(
     if opens_at_ms is None:
         delay_ms = round(rounds.check_seconds("delay_s", delay_s, 0, rounds.MAX_DURATION_S) * 1000)
         opens_at_ms = await rounds.server_ms(spread.games[0]) + delay_ms
-    opened = await asyncio.gather(
-        *(
-            rounds.open_round(
-                game, keyboard=board, prices=prices, duration_s=duration_s, max_guesses=max_guesses,
-                secret=list(code), round_id=round_id, opens_at_ms=opens_at_ms,
-            )
-            for game in spread.games
-        )
-    )  # fmt: skip
-    return opened[0]
+
+    async def open_in(game: Game) -> rounds.Round:
+        return await rounds.open_round(
+            game, keyboard=board, prices=prices, duration_s=duration_s, max_guesses=max_guesses,
+            secret=list(code), round_id=round_id, opens_at_ms=opens_at_ms,
+        )  # fmt: skip
+
+    # A mend: the partitions that have the round answer first (one with other settings refuses before
+    # any other is written), and a round closed meanwhile in one is closed in those written now.
+    found = await asyncio.gather(*(_round_or_none(game, round_id) for game in spread.games))
+    first = [game for game, there in zip(spread.games, found, strict=True) if there is not None]
+    rest = [game for game, there in zip(spread.games, found, strict=True) if there is None]
+    for game in first:
+        await open_in(game)
+    opened = await asyncio.gather(*(open_in(game) for game in rest))
+    closed = [there.closed_ms for there in found if there is not None and there.closed_ms is not None]
+    if closed and rest:
+        await close_round(spread, round_id)
+    return opened[0] if not first else await rounds.get_round(spread.games[0], round_id)
+
+
+async def _round_or_none(game: Game, round_id: str) -> rounds.Round | None:
+    try:
+        return await rounds.get_round(game, round_id)
+    except UnknownRound:
+        return None
 
 
 async def close_round(spread: SpreadGame, round_id: str, *, operation: str | None = None) -> int:
@@ -205,15 +224,41 @@ async def close_round(spread: SpreadGame, round_id: str, *, operation: str | Non
     its close time; another error of a partition is raised once the others were closed."""
     op = ids.mint(OPERATION) if operation is None else check_id(operation, OPERATION)
     results = await asyncio.gather(
-        *(rounds.close_round(game, round_id, operation=op) for game in spread.games), return_exceptions=True
+        *(rounds.close_round(game, round_id, operation=op, reveal=False) for game in spread.games),
+        return_exceptions=True,
     )
     failures = [r for r in results if isinstance(r, BaseException) and not isinstance(r, RoundClosed)]
     if failures:
-        raise failures[0]
+        raise failures[0]  # revealed nowhere: a partition may still be open
+    for game in spread.games:  # closed everywhere now: the secret may show
+        await rounds.reveal_secret(game, round_id)
     closed = [r for r in results if isinstance(r, int)]
     if not closed:
         raise RoundClosed(f"round {round_id} is already closed")
     return max(closed)
+
+
+async def reveal_closed(spread: SpreadGame, limit: int = 50) -> list[str]:
+    """Reveal the secret of each of the ``limit`` latest rounds that is closed in every partition (each
+    by its own clock), in every partition; the ids revealed now. A round closed in one partition and
+    not yet in another shows its secret nowhere (it would be a winning guess there). The spread score
+    worker's upkeep runs it each period."""
+    revealed = []
+    home = spread.games[0]
+    for candidate in await rounds.list_rounds(home, limit):
+        if (await rounds.read_revealed(home, [candidate.id]))[0] is not None:
+            continue
+        states = await asyncio.gather(*(_closed_in(game, candidate.id) for game in spread.games))
+        if all(states):
+            for game in spread.games:
+                await rounds.reveal_secret(game, candidate.id)
+            revealed.append(candidate.id)
+    return revealed
+
+
+async def _closed_in(game: Game, round_id: str) -> bool:
+    there = await _round_or_none(game, round_id)
+    return there is not None and there.status_at(await rounds.server_ms(game)) is rounds.RoundStatus.CLOSED
 
 
 async def submit(

@@ -5,28 +5,44 @@ blocking on every partition's wake list at once: :mod:`echomq.worker.rotation`),
 :class:`~codemojex.spread.SpreadScoreWorker` scores each guess in its lane's partition, so each guess is
 scored and completed by one ``score.lua`` in one slot, as on one game. Beside it, for every partition:
 the refunds of dead guesses (a dead job is refunded in its own partition), the expiry of players who
-never played, and the upkeep's script cache and reveals of closed rounds. The rounds' conclusion,
-schedule and retention are not spread yet (each would act on one partition's players alone), so they
-do not run here.
+never played, the upkeep's script cache, and the reveal of a round's secret once the round is closed
+in every partition (:func:`codemojex.spread.reveal_closed`; never while one still takes guesses). The
+rounds' conclusion, schedule and retention are not spread yet (each would act on one partition's
+players alone), so they do not run here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
+from codemojex.access import load_scripts
+from codemojex.game import Game
 from codemojex.refunds import Refunder
-from codemojex.spread import SpreadGame, SpreadScoreWorker
+from codemojex.spread import SpreadGame, SpreadScoreWorker, reveal_closed
 from codemojex.trials import Expirer
 from codemojex.upkeep import Upkeep
 from echomq import Job, Worker
 from echomq.partitions import partition_of
 
+log = logging.getLogger("codemojex.upkeep")
+
 
 class _PartitionUpkeep(Upkeep):
-    """The script cache and the reveals, in one partition (see the module doc)."""
+    """The script cache of one partition, and (the first partition's) the spread reveals."""
 
-    async def rounds_pass(self) -> None:
-        return None
+    def __init__(self, game: Game, every_s: float, spread: SpreadGame | None) -> None:
+        super().__init__(game, every_s)
+        self.spread = spread
+
+    async def run_pass(self) -> None:
+        loaded = await self._step("scripts", load_scripts(self.game.redis))
+        if loaded:
+            log.info("loaded %s scripts into the server's cache", loaded)
+        if self.spread is not None:  # a secret shows once its round is closed in every partition
+            revealed = await self._step("reveals", reveal_closed(self.spread))
+            if revealed:
+                log.info("revealed the secrets of closed rounds %s", ", ".join(revealed))
 
 
 async def run_spread_worker(
@@ -52,7 +68,10 @@ async def run_spread_worker(
     beside = [
         *(refunder.run(stopping) for refunder in refunders),
         *(Expirer(game).run(stopping) for game in spread.games),
-        *(_PartitionUpkeep(game, every_s=sweep_every_s).run(stopping) for game in spread.games),
+        *(
+            _PartitionUpkeep(game, sweep_every_s, spread if i == 0 else None).run(stopping)
+            for i, game in enumerate(spread.games)
+        ),
     ]
     tasks = [asyncio.create_task(work) for work in beside]
     try:

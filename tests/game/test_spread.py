@@ -19,7 +19,7 @@ import redis
 from redis.crc import key_slot
 
 from codemojex import names, rounds, spread, wallet
-from codemojex.errors import CodemojexError, NameTaken, RoundClosed, UnknownRound
+from codemojex.errors import CodemojexError, InvalidInput, NameTaken, RoundClosed, UnknownRound
 from codemojex.guesses import Outcome, Refusal
 from codemojex.keys import guess_of
 from codemojex.leaderboard import recompute
@@ -365,3 +365,71 @@ async def test_a_game_opened_with_another_partition_count_is_refused(spread_game
             await spread.register(other, "Second")
     counts = [await game.redis.zcard(game.keys.players) for game in spread_game.games]
     assert sum(counts) == 1
+
+
+# --- mending a partial opening, and the reveal (found by the adversary pass, failing first) ----------
+
+
+async def test_a_mend_without_the_rounds_duration_is_refused_and_one_with_it_closes_everywhere_at_once(
+    spread_game,
+):
+    """open_round.lua compares the duration (and the opening instant) too: a mend that leaves the duration
+    out is refused, nothing written; the mend with the first call's arguments closes every partition at
+    the round's instant, so no guess is admitted after it anywhere."""
+    round_id, opens_at = ids.mint("RND"), await rounds.server_ms(spread_game.games[0])
+    first = await rounds.open_round(
+        spread_game.games[0], **FRUIT, duration_s=2, round_id=round_id, opens_at_ms=opens_at
+    )
+    with pytest.raises(InvalidInput):
+        await spread.open_round(spread_game, **FRUIT, round_id=round_id, opens_at_ms=opens_at)
+    assert [await g.redis.exists(g.keys.round(round_id)) for g in spread_game.games] == [1, 0, 0]
+    await spread.open_round(spread_game, **FRUIT, duration_s=2, round_id=round_id, opens_at_ms=opens_at)
+    assert {(await rounds.get_round(g, round_id)).closes_ms for g in spread_game.games} == {first.closes_ms}
+    late = await _player_in(spread_game, 2)
+    closes = first.closes_ms
+    assert closes is not None
+
+    async def past_close() -> bool:
+        return all([await rounds.server_ms(game) > closes for game in spread_game.games])
+
+    await eventually(past_close, timeout=30, what="the round's close instant")
+    after = await spread.submit(spread_game, round_id, late.id, text(SECRET))
+    assert after.refusal is Refusal.ROUND_CLOSED
+
+
+async def test_a_round_closed_before_its_opening_was_mended_stays_closed_everywhere(spread_game):
+    round_id, opens_at = ids.mint("RND"), await rounds.server_ms(spread_game.games[0])
+    for game in spread_game.games[:2]:
+        await rounds.open_round(game, **FRUIT, duration_s=600, round_id=round_id, opens_at_ms=opens_at)
+    with pytest.raises(UnknownRound):
+        await spread.close_round(spread_game, round_id)
+    await spread.open_round(spread_game, **FRUIT, duration_s=600, round_id=round_id, opens_at_ms=opens_at)
+    late = await _player_in(spread_game, 2)
+    after = await spread.submit(spread_game, round_id, late.id, text(SECRET))
+    assert after.refusal is Refusal.ROUND_CLOSED
+
+
+async def test_no_partition_reveals_the_secret_while_another_still_takes_guesses(spread_game):
+    """A close that reached two partitions of three (the third's call failed) reveals nothing; the
+    reveal pass waits for the round to be closed everywhere, then shows it in every partition."""
+    the_round = await spread.open_round(spread_game, **FRUIT)
+    operation = ids.mint("OPR")
+    for game in spread_game.games[:2]:  # what spread.close_round leaves when partition 2's call fails
+        await rounds.close_round(game, the_round.id, operation=operation, reveal=False)
+    assert await spread.reveal_closed(spread_game) == []
+    assert [(await rounds.read_revealed(g, [the_round.id]))[0] for g in spread_game.games] == [None] * 3
+    await spread.close_round(spread_game, the_round.id, operation=operation)  # the operator's retry
+    shown = [(await rounds.read_revealed(g, [the_round.id]))[0] for g in spread_game.games]
+    assert shown == [SECRET] * 3
+
+
+async def test_a_refused_mend_writes_no_partition(spread_game):
+    """The partitions holding the round answer a mend first: one with other settings refuses it before
+    any other partition is written."""
+    round_id, opens_at = ids.mint("RND"), await rounds.server_ms(spread_game.games[0])
+    await rounds.open_round(spread_game.games[0], **FRUIT, round_id=round_id, opens_at_ms=opens_at)
+    with pytest.raises(CodemojexError):
+        await spread.open_round(
+            spread_game, **FRUIT, prices=[("coin", 7)], round_id=round_id, opens_at_ms=opens_at
+        )
+    assert [await g.redis.exists(g.keys.round(round_id)) for g in spread_game.games] == [1, 0, 0]

@@ -16,6 +16,8 @@
 
     ARGV[1] round id (for the reply only)
     ARGV[2] operation id (validated by the caller)
+    ARGV[3] reveal ('1', or absent: reveal the secret here; '0': leave it to the caller, which reveals
+            once every partition of a spread round is closed: codemojex.spread)
 
   Output:
     { 1, closed_ms }  closed by this operation (now, or by an earlier run of the same call)
@@ -23,10 +25,10 @@
     {-1, id }         no such round
 ]]
 local roundKey, secretKey, revealedKey = KEYS[1], KEYS[2], KEYS[3]
-local roundId, operation = ARGV[1], ARGV[2]
+local roundId, operation, revealing = ARGV[1], ARGV[2], ARGV[3] ~= '0'
 
 local function reveal()
-  if redis.call('EXISTS', revealedKey) == 0 then
+  if revealing and redis.call('EXISTS', revealedKey) == 0 then
     local secret = redis.call('GET', secretKey)
     if secret then redis.call('SET', revealedKey, secret) end
   end

@@ -5,7 +5,7 @@
   opening: a second call with the same id changes nothing, so a retried open (after a lost reply, by
   the caller or by redis-py after a timeout) never makes two rounds nor moves the first one's times;
   it answers 1 with the first call's open time when it asks for the same round (keyboard, length,
-  prices, guess limit and secret), else 0.
+  prices, guess limit, secret, duration, and the opening instant when it names one), else 0.
 
   Input:
     KEYS[1] round   (hash)    cmx:{t}:round:<RND>
@@ -33,11 +33,16 @@ local roundId, keyboard, length, prices = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delayMs, durationMs, maxGuesses, secret, opensAt =
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8], tonumber(ARGV[9] or '0') or 0
 
-local existing = redis.call('HMGET', roundKey, 'opens', 'keyboard', 'length', 'prices', 'max_guesses')
+local existing = redis.call('HMGET', roundKey, 'opens', 'keyboard', 'length', 'prices', 'max_guesses',
+  'closes')
 if existing[1] then
+  local was, closed = tonumber(existing[1]), tonumber(existing[6] or '0') or 0
+  local lasted = 0
+  if closed > 0 then lasted = closed - was end
   local same = existing[2] == keyboard and existing[3] == length and existing[4] == prices
     and existing[5] == maxGuesses and redis.call('GET', secretKey) == secret
-  if same then return {1, tonumber(existing[1])} end
+    and lasted == durationMs and (opensAt == 0 or opensAt == was)
+  if same then return {1, was} end
   return {0, tonumber(existing[1])}
 end
 local t = redis.call('TIME')
