@@ -49,7 +49,7 @@ from typing import Any
 from codemojex import codes, leaderboard, players, ranking, round_jobs, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
-from codemojex.errors import NameTaken, RoundClosed, UnknownRound
+from codemojex.errors import InvalidOption, NameTaken, RoundClosed, UnknownRound
 from codemojex.game import Game, GameSettings, check_int, translate_errors
 from codemojex.guesses import GuessRecord, Submission
 from codemojex.guesses import submit as submit_one
@@ -126,10 +126,29 @@ def mint_player_id(partition: int, partitions: int) -> str:
     raise AssertionError(f"no id of partition {partition} of {partitions} in {MINT_TRIES} tries")
 
 
+def new_token(spread: SpreadGame, name: str) -> str:
+    """A fresh API token (:func:`codemojex.players.new_token`) for the player called ``name``: its
+    digest hashes to the name's partition (about P tries, local), where the token key lives."""
+    partition = spread.partition_of_name(name)
+    for _ in range(MINT_TRIES):
+        token = players.new_token()
+        if _token_partition(token, len(spread.games)) == partition:
+            return token
+    raise AssertionError(f"no token of partition {partition} in {MINT_TRIES} tries")
+
+
+def _token_partition(token: str, partitions: int) -> int:
+    return zlib.crc32(players.token_digest(players.check_token(token)).encode()) % partitions
+
+
 async def register(spread: SpreadGame, name: str, *, token: str | None = None) -> Player:
     """:func:`codemojex.players.register` in the partition of ``name`` (see the module doc); the same
-    errors, NameTaken across the whole game. A lost reply: as there (a new call registers anew)."""
+    errors, NameTaken across the whole game. A ``token`` must be one :func:`new_token` minted for that
+    name (its digest hashes to the same partition, so one token can name one player only, in one
+    place), else InvalidOption. A lost reply: as there (a new call registers anew)."""
     partition = spread.partition_of_name(name)
+    if token is not None and _token_partition(token, len(spread.games)) != partition:
+        raise InvalidOption("a token of a spread game is minted for the player's name: spread.new_token")
     player_id = mint_player_id(partition, len(spread.games))
     await spread.check_layout()
     try:

@@ -188,11 +188,14 @@ class PartitionedBus:
     ) -> Claimed:
         """Claim up to ``count`` jobs, partitions in rotation (see the module doc).
 
-        Each partition's claim carries the request id ``<request>.<p>``, and a given ``request`` starts
-        at the partition its hash names, so a retry after a lost reply visits the partitions in the same
-        order and each answers with what it claimed the first time (:func:`echomq.lanes.claim`). The
-        answer's times are those of the last partition asked (each node has its own clock)."""
+        Each partition's claim carries the request id ``<request>.<p>``. A given ``request`` is first
+        looked up: when a partition holds its claim record, the call is a retry after a lost reply and
+        asks only those partitions, each answering what it claimed the first time
+        (:func:`echomq.lanes.claim`), claiming nothing new; else it claims from the partition its hash
+        names on. The answer's times are those of the last partition asked (each node has its own
+        clock)."""
         size = len(self.partitions)
+        given = request is not None
         if request is None:
             start, request = self._cursor % size, new_request()
             self._cursor += 1
@@ -205,6 +208,15 @@ class PartitionedBus:
         await self.check_layout()
         jobs: list[Claim] = []
         answer: Claimed | None = None
+        order = [(start + step) % size for step in range(size)]
+        if given:  # a retry answers what its first call claimed, and claims nothing new
+            replayed = await self._recorded(request, order)
+            if replayed:
+                for p in replayed:
+                    answer = await self.partitions[p].claim_batch(count, lease_ms, owner, f"{request}.{p}")
+                    jobs.extend(answer.jobs)
+                assert answer is not None
+                return Claimed(jobs, answer.server_ms, answer.next_due_ms)
         for step in range(size):
             p = (start + step) % size
             answer = await self.partitions[p].claim_batch(
@@ -289,6 +301,18 @@ class PartitionedBus:
         parts = await self._each(lambda b: b.dead_jobs(limit))
         merged = heapq.merge(*parts, key=lambda row: (row[1], row[0]))
         return [row for _, row in zip(range(limit), merged, strict=False)]
+
+    async def _recorded(self, request: str, order: list[int]) -> list[int]:
+        """The partitions (in ``order``) that hold a claim record of ``request``: those its first call
+        claimed from (a claim that found nothing records nothing)."""
+
+        async def held(p: int) -> bool:
+            bus = self.partitions[p]
+            with translate_redis_errors():
+                return bool(await bus.redis.exists(bus.keys.claim_record(f"{request}.{p}")))
+
+        found = await self._gated([functools.partial(held, p) for p in order])
+        return [p for p, there in zip(order, found, strict=True) if there]
 
     async def check_layout(self) -> None:
         """Refuse a bus used with another P than it was made with (once per object; a worker checks

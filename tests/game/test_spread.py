@@ -433,3 +433,20 @@ async def test_a_refused_mend_writes_no_partition(spread_game):
             spread_game, **FRUIT, prices=[("coin", 7)], round_id=round_id, opens_at_ms=opens_at
         )
     assert [await g.redis.exists(g.keys.round(round_id)) for g in spread_game.games] == [1, 0, 0]
+
+
+async def test_one_token_names_one_player_across_the_whole_game(spread_game):
+    """A token is minted for a name's partition (spread.new_token), where its key lives: the same token
+    for a name of another partition is refused, nothing registered (found by the adversary pass: one
+    token named two players, one per partition)."""
+    names = {spread_game.partition_of_name(f"Holder {i}"): f"Holder {i}" for i in range(50)}
+    first, second = names[0], names[1]
+    token = spread.new_token(spread_game, first)
+    await spread.register(spread_game, first, token=token)
+    with pytest.raises(InvalidInput):
+        await spread.register(spread_game, second, token=token)
+    same = next(f"Other {i}" for i in range(50) if spread_game.partition_of_name(f"Other {i}") == 0)
+    with pytest.raises(InvalidInput):  # the same partition: register.lua's own refusal
+        await spread.register(spread_game, same, token=token)
+    counts = [await game.redis.zcard(game.keys.players) for game in spread_game.games]
+    assert sum(counts) == 1

@@ -356,3 +356,17 @@ async def test_a_bus_opened_with_another_partition_count_is_refused_before_anyth
     finally:
         await three.aclose()
         await four.aclose()
+
+
+async def test_a_retried_claim_answers_the_jobs_of_the_lost_one_and_claims_nothing_new(pbus):
+    """A retry after a lost reply asks only the partitions holding its claim record: jobs that arrived
+    since in a partition its first call found empty are not claimed by it (found by the adversary pass:
+    the retry claimed them and never asked the partition that answered the lost call)."""
+    request = next(f"r{i}" for i in range(1000) if zlib.crc32(f"r{i}".encode()) % P == 0)  # starts at 0
+    await pbus.enqueue_many([NewJob(ids.mint("JOB"), lane, b"x") for lane in _lanes_of(1, 2)])
+    lost = await pbus.claim_batch(count=2, lease_ms=60_000, request=request)  # its reply "lost"
+    assert len(lost.jobs) == 2
+    await pbus.enqueue_many([NewJob(ids.mint("JOB"), lane, b"x") for lane in _lanes_of(0, 2)])
+    retry = await pbus.claim_batch(count=2, lease_ms=60_000, request=request)
+    assert sorted(c.job for c in retry.jobs) == sorted(c.job for c in lost.jobs)
+    assert (await pbus.stats()).active == 2
