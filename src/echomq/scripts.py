@@ -51,7 +51,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.commands.core import AsyncScript, Script
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from echomq._wire import AsyncWire, SyncWire, pack, pack_load
 
@@ -162,9 +162,12 @@ class AsyncScripts(_Registry[AsyncScript]):
         if client is None and isinstance(self.client, AsyncRedisCluster):
             try:
                 return await self.client.evalsha(script.sha, len(keys), *keys, *args)
-            except NoScriptError:  # load it on the key's node alone (one down elsewhere must not fail it)
-                node = self.client.get_node_from_key(keys[0])
-                await self.client.execute_command("SCRIPT LOAD", script.script, target_nodes=node)
+            except NoScriptError:  # on every primary (mid-move the call runs on the slot's target),
+                try:  # else on the key's node at least (a primary down must not fail the others)
+                    await self.client.script_load(script.script)
+                except RedisError:
+                    node = self.client.get_node_from_key(keys[0])
+                    await self.client.execute_command("SCRIPT LOAD", script.script, target_nodes=node)
                 return await self.client.evalsha(script.sha, len(keys), *keys, *args)
         return await script(keys=keys, args=args, client=client)
 
@@ -222,11 +225,14 @@ class SyncScripts(_Registry[Script]):
         if client is None and isinstance(self.client, SyncRedisCluster):
             try:
                 return self.client.evalsha(script.sha, len(keys), *keys, *args)
-            except NoScriptError:  # load it on the key's node alone
-                node = self.client.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]
-                self.client.execute_command(  # type: ignore[no-untyped-call]
-                    "SCRIPT LOAD", script.script, target_nodes=node
-                )  # (redis-py would load it on every primary, and fail if one is down)
+            except NoScriptError:  # on every primary, else on the key's node (as the asyncio path)
+                try:
+                    self.client.script_load(script.script)
+                except RedisError:
+                    node = self.client.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]
+                    self.client.execute_command(  # type: ignore[no-untyped-call]
+                        "SCRIPT LOAD", script.script, target_nodes=node
+                    )
                 return self.client.evalsha(script.sha, len(keys), *keys, *args)
         return script(keys=keys, args=args, client=client)
 

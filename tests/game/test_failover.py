@@ -5,12 +5,10 @@ serves the game's slot is SIGKILLed, its replica promoted, and the old master re
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 
 import pytest
 import redis
-from redis.crc import key_slot
 
 from codemojex import guesses, leaderboard, players, rounds, score_worker, wallet
 from codemojex.conformance import invariants
@@ -20,23 +18,13 @@ from codemojex.guesses import Outcome
 from echomq import Settings, Worker, ids
 from echomq.keyspace import Keyspace
 from echomq.testing.cluster import RedisClusterProcesses
+from tests.support.cluster import slot_master
 from tests.support.game import KEYBOARD, SECRET
 from tests.support.workers import eventually, running
 
 DURABLE = Settings(wait_replicas=1, wait_timeout_ms=500)
 SETTINGS = GameSettings(max_queued=100_000)
 PLAYERS = 4
-
-
-def owner(cluster: RedisClusterProcesses, key: str) -> int:
-    """The port of the master that serves ``key``'s slot now, as a live node sees it."""
-    slot = key_slot(key.encode())
-    for port in cluster.all_ports:
-        with contextlib.suppress(redis.RedisError), redis.Redis(port=port, socket_timeout=2) as client:
-            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
-                if int(start) <= slot <= int(end):
-                    return int(master[1])
-    raise AssertionError("no node answers")
 
 
 class Players:
@@ -75,7 +63,7 @@ async def test_no_acknowledged_guess_is_lost_or_scored_twice_when_the_games_mast
     the records, after the game's master died mid-run and came back as a replica."""
     with RedisClusterProcesses(3, replicas=1) as cluster:
         tag = "failover"
-        victim = owner(cluster, Keyspace(tag).ring)
+        victim = slot_master(cluster, Keyspace(tag).ring)
         entry = next(port for port in cluster.ports if port != victim)  # a node the clients start from
         url = f"redis://127.0.0.1:{entry}/0"
         game = Game.from_url(url, tag, SETTINGS, DURABLE, cluster=True)
@@ -109,7 +97,7 @@ async def test_no_acknowledged_guess_is_lost_or_scored_twice_when_the_games_mast
                 await eventually(all_scored, 60, "every acknowledged guess scored")
             assert promoted != victim
             assert play.not_durable_then_duplicate > 0  # retried after NotDurable: charged once (below)
-            assert owner(cluster, Keyspace(tag).ring) == promoted
+            assert slot_master(cluster, Keyspace(tag).ring) == promoted
             with redis.Redis(port=promoted) as client:
                 rows = invariants.job_rows(client, game.bus.keys)
                 state = invariants.read_game(client, game.keys, the_round.id, joined)

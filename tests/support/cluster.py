@@ -1,16 +1,15 @@
 """Helpers of the tests on a real local cluster with partitions: a tag whose partitions land on every
-master, which master serves a key now, and a slot's move key by key."""
+master, which master serves a key now (and echomq.testing.reshard's move_slot, re-exported)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import redis
 from redis.crc import key_slot
 
 from echomq.testing.cluster import RedisClusterProcesses
-from echomq.testing.reshard import SlotMigration
+from echomq.testing.reshard import move_slot  # noqa: F401  (re-exported for the tests)
 
 THIRD = 16384 // 3 + 1  # the local cluster gives each of three masters a third of the slots, in order
 
@@ -34,17 +33,3 @@ def slot_master(cluster: RedisClusterProcesses, key: str) -> int:
                 if int(start) <= slot <= int(end):
                     return int(master[1])
     raise AssertionError("no node of the cluster answers")
-
-
-async def move_slot(cluster: RedisClusterProcesses, slot: int, to_port: int, pause_s: float = 0.002) -> int:
-    """Move ``slot`` to the master on ``to_port`` key by key (as ``redis-cli --cluster reshard``), with
-    ``pause_s`` between keys for the traffic; the keys moved."""
-    migration = await asyncio.to_thread(SlotMigration, cluster, slot, to_port)
-    await asyncio.to_thread(migration.begin)
-    moved = 0
-    while pending := await asyncio.to_thread(migration.pending, 100):
-        for key in pending:
-            moved += await asyncio.to_thread(migration.move, key)
-            await asyncio.sleep(pause_s)
-    await asyncio.to_thread(migration.finish)
-    return moved

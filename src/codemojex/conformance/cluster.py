@@ -30,7 +30,7 @@ import redis
 from codemojex.conformance.history import History
 from echomq.keyspace import Keyspace
 from echomq.testing.cluster import RedisClusterProcesses
-from echomq.testing.reshard import SlotMigration, slot_of, slot_owner
+from echomq.testing.reshard import move_slot, slot_of, slot_owner
 
 MASTERS = 3
 STEP_PAUSE_S = 0.001  # between two MIGRATEs: a breath for the traffic, not a wait (moves stay short)
@@ -78,15 +78,7 @@ class ClusterSchedule:
 
     async def _move(self, to_port: int) -> int:
         """One move of the slot to ``to_port``, one key per MIGRATE; how many keys moved."""
-        migration = await asyncio.to_thread(SlotMigration, self.nodes, self.slot, to_port)
-        await asyncio.to_thread(migration.begin)
-        moved = 0
-        while pending := await asyncio.to_thread(migration.pending, 200):
-            for key in pending:
-                moved += await asyncio.to_thread(migration.move, key)
-                await asyncio.sleep(STEP_PAUSE_S)
-        await asyncio.to_thread(migration.finish)
-        return moved
+        return await move_slot(self.nodes, self.slot, to_port, STEP_PAUSE_S, batch=200)
 
     async def _fail_over(self, history: History) -> None:
         """SIGKILL the slot's master, wait for its replica's promotion, start it again as a replica."""

@@ -19,6 +19,7 @@ the script's earlier writes stay (see ``echomq/lua/includes/slot.lua``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -148,3 +149,19 @@ class SlotMigration:
         """The whole move at once: begin, every key, finish."""
         self.begin()
         self.finish()
+
+
+async def move_slot(
+    cluster: RedisClusterProcesses, slot: int, to_port: int, pause_s: float = 0.002, batch: int = 100
+) -> int:
+    """Move ``slot`` to the master on ``to_port`` key by key (as ``redis-cli --cluster reshard``), the
+    blocking calls in a thread and ``pause_s`` between keys for the traffic; the keys moved."""
+    migration = await asyncio.to_thread(SlotMigration, cluster, slot, to_port)
+    await asyncio.to_thread(migration.begin)
+    moved = 0
+    while pending := await asyncio.to_thread(migration.pending, batch):
+        for key in pending:
+            moved += await asyncio.to_thread(migration.move, key)
+            await asyncio.sleep(pause_s)
+    await asyncio.to_thread(migration.finish)
+    return moved
