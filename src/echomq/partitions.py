@@ -48,49 +48,28 @@ from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, Settings
 from echomq.dead import DeadRetry
-from echomq.errors import InvalidOption, UnknownJob, translate_redis_errors
+from echomq.errors import InvalidOption, UnknownJob
 from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob, enqueue_call, pool_size
-from echomq.keyspace import check_lane, check_request, check_tag
+from echomq.keyspace import check_request, check_tag
 from echomq.lanes import Claimed, new_request
+from echomq.partition_layout import (
+    MAX_PARTITIONS,
+    MAX_REQUEST,
+    check_layout,
+    gated,
+    merge_stats,
+    merged_gate,
+    partition_of,
+    partition_tags,
+    recorded,
+)
 from echomq.states import Admission, Failure, Finish, Lease, Release
 from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
-MAX_PARTITIONS = 1024
+__all__ = ["MAX_PARTITIONS", "AnyBus", "PartitionedBus", "partition_of", "partition_tags"]
 T = TypeVar("T")
-MERGED_CALLS = 16  # calls of a merged read (stats, sweep, dead letters) in flight at once, at most
-MAX_REQUEST = 64  # a claim request id's length (echomq.keyspace.check_request)
-
-
-def partition_of(lane: str, partitions: int) -> int:
-    """The partition of ``lane`` among ``partitions``: CRC-32 of its name, modulo P (stable everywhere)."""
-    return zlib.crc32(check_lane(lane).encode()) % partitions
-
-
-def partition_tags(tag: str, partitions: int) -> list[str]:
-    """The tags of the partitions of the bus ``tag``: ``<tag>.0`` ... ``<tag>.<P-1>`` (each checked)."""
-    check_int("partitions", partitions, 1, MAX_PARTITIONS)
-    return [check_tag(f"{check_tag(tag)}.{i}") for i in range(partitions)]
-
-
-def _merge_stats(parts: list[Stats], lanes: int) -> Stats:
-    counters: dict[str, int] = {}
-    for part in parts:
-        for name, value in part.counters.items():
-            counters[name] = counters.get(name, 0) + value
-    lane_rows = sorted((row for part in parts for row in part.lanes), key=lambda r: (-r.depth, r.lane))
-    return Stats(
-        counters=counters,
-        queued=sum(p.queued for p in parts),
-        delayed=sum(p.delayed for p in parts),
-        active=sum(p.active for p in parts),
-        done=sum(p.done for p in parts),
-        dead=sum(p.dead for p in parts),
-        lanes=lane_rows[:lanes],
-        lanes_total=sum(p.lanes_total for p in parts),
-        lag_max=max((p.lag_max for p in parts), default=0),
-    )
 
 
 class PartitionedBus:
@@ -114,7 +93,7 @@ class PartitionedBus:
         self.partitions = [Bus(redis, t, self.settings) for t in partition_tags(tag, partitions)]
         self._cursor = 0
         self._layout_checked = False
-        self._gate = asyncio.Semaphore(max(1, min(MERGED_CALLS, pool_size(redis) // 4)))
+        self._gate = merged_gate(pool_size(redis))
 
     @classmethod
     def from_url(
@@ -170,11 +149,12 @@ class PartitionedBus:
                 enqueue_call(self.partitions[p], batch[i])
         answers: list[Admission | None] = [None] * len(batch)
         await self.check_layout()
-        replies = await self._gated(
+        replies = await gated(
+            self._gate,
             [
                 functools.partial(self.partitions[p].enqueue_many, [batch[i] for i in at])
                 for p, at in groups.items()
-            ]
+            ],
         )
         for at, reply in zip(groups.values(), replies, strict=True):
             for i, admission in zip(at, reply, strict=True):
@@ -294,7 +274,7 @@ class PartitionedBus:
     async def stats(self, *, lanes: int = 50) -> Stats:
         """Every partition's stats merged: counters and depths summed, the deepest ``lanes`` lanes."""
         parts = await self._each(lambda b: b.stats(lanes=lanes))
-        return _merge_stats(list(parts), lanes)
+        return merge_stats(list(parts), lanes)
 
     async def dead_jobs(self, limit: int = 100) -> list[tuple[str, int]]:
         """The oldest ``limit`` dead-lettered ids of all partitions with their time (a k-way merge)."""
@@ -305,59 +285,18 @@ class PartitionedBus:
     async def _recorded(self, request: str, order: list[int]) -> list[int]:
         """The partitions (in ``order``) that hold a claim record of ``request``: those its first call
         claimed from (a claim that found nothing records nothing)."""
-
-        async def held(p: int) -> bool:
-            bus = self.partitions[p]
-            with translate_redis_errors():
-                return bool(await bus.redis.exists(bus.keys.claim_record(f"{request}.{p}")))
-
-        found = await self._gated([functools.partial(held, p) for p in order])
-        return [p for p, there in zip(order, found, strict=True) if there]
+        return await recorded(self.partitions, request, order, self._gate)
 
     async def check_layout(self) -> None:
         """Refuse a bus used with another P than it was made with (once per object; a worker checks
-        at its start). Each partition keeps ``i/P`` (``layout``, written by the first user): a lane's
-        partition is a function of P, so with another P a job would be claimed from one partition and
-        finished on another (refused, and run again). Raises :class:`~echomq.errors.InvalidOption`."""
-        if self._layout_checked:
-            return
-        size = len(self.partitions)
-
-        async def mark(i: int) -> None:
-            bus = self.partitions[i]
-            with translate_redis_errors():
-                await bus.redis.set(bus.keys.layout, f"{i}/{size}", nx=True)
-                raw = await bus.redis.get(bus.keys.layout)
-            found = raw.decode() if isinstance(raw, bytes) else str(raw)
-            if raw is not None and found != f"{i}/{size}":
-                raise InvalidOption(
-                    f"partition {bus.tag} belongs to a bus of {found.split('/')[-1]} partitions,"
-                    f" not {size}: open it with that count (see echomq.partitions, growing P)"
-                )
-
-        await self._gated([functools.partial(mark, i) for i in range(size)])
-        self._layout_checked = True
+        at its start): :func:`echomq.partition_layout.check_layout`."""
+        if not self._layout_checked:
+            await check_layout(self.partitions, self._gate)
+            self._layout_checked = True
 
     async def _each(self, call: Callable[[Bus], Awaitable[T]]) -> list[T]:
-        """``call`` on every partition (see :meth:`_gated`), in partition order."""
-        return await self._gated([functools.partial(call, bus) for bus in self.partitions])
-
-    async def _gated(self, calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
-        """Run ``calls`` concurrently, at most :data:`MERGED_CALLS` at once (a quarter of the pool:
-        their own batches take up to half); their results in order; the first error cancels the rest."""
-
-        async def one(call: Callable[[], Awaitable[T]]) -> T:
-            async with self._gate:
-                return await call()
-
-        tasks = [asyncio.ensure_future(one(call)) for call in calls]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        """``call`` on every partition (:func:`echomq.partition_layout.gated`), in partition order."""
+        return await gated(self._gate, [functools.partial(call, bus) for bus in self.partitions])
 
     async def wait_for_work(self, timeout_s: float) -> bool:
         """Block on every partition's wake list at once; True if a token arrived on any."""
