@@ -264,14 +264,18 @@ async def reveal_closed(spread: SpreadGame, limit: int = 50) -> list[str]:
     worker's upkeep runs it each period."""
     revealed = []
     home = spread.games[0]
-    for candidate in await rounds.list_rounds(home, limit):
-        if (await rounds.read_revealed(home, [candidate.id]))[0] is not None:
+    now = await rounds.server_ms(home)
+    latest = await rounds.list_rounds(home, limit)  # closed everywhere only if closed here first
+    closed = [r.id for r in latest if r.status_at(now) is rounds.RoundStatus.CLOSED]
+    shown = await rounds.read_revealed(home, closed) if closed else []
+    for round_id, secret in zip(closed, shown, strict=True):
+        if secret is not None:
             continue
-        states = await asyncio.gather(*(_closed_in(game, candidate.id) for game in spread.games))
+        states = await asyncio.gather(*(_closed_in(game, round_id) for game in spread.games[1:]))
         if all(states):
             for game in spread.games:
-                await rounds.reveal_secret(game, candidate.id)
-            revealed.append(candidate.id)
+                await rounds.reveal_secret(game, round_id)
+            revealed.append(round_id)
     return revealed
 
 
