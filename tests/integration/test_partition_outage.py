@@ -52,6 +52,16 @@ def _lane(partition: int) -> str:
     return next(n for n in (f"L{i}" for i in range(1000)) if partition_of(n, P) == partition)
 
 
+async def _warm_up(pbus: PartitionedBus, ran: list[str]) -> None:
+    """A job run in every partition (every script loaded on every master), then the worker idle,
+    blocked on every partition."""
+    warm = [ids.mint("JOB") for _ in range(P)]
+    for p, first in enumerate(warm):
+        await pbus.enqueue(first, lane=_lane(p), payload=b"w")
+    await eventually(lambda: set(warm) <= set(ran), 10, "a job run in every partition")
+    await asyncio.sleep(0.5)
+
+
 async def test_a_job_of_a_healthy_partition_runs_while_another_partitions_master_is_down():
     # a long node timeout: the cluster keeps serving the other masters' slots while one is down
     with RedisClusterProcesses(3, node_timeout_ms=60_000) as cluster:
@@ -66,15 +76,7 @@ async def test_a_job_of_a_healthy_partition_runs_while_another_partitions_master
         worker = Worker(pbus, handler, concurrency=4, lease_ms=1_000, sweep_every_s=0.2)
         task = asyncio.create_task(worker.run())
         try:
-            warm = [ids.mint("JOB") for _ in range(P)]  # every script loaded on every master first
-            for p, first in enumerate(warm):
-                await pbus.enqueue(first, lane=_lane(p), payload=b"w")
-            for _ in range(100):
-                if set(warm) <= set(ran):
-                    break
-                await asyncio.sleep(0.05)
-            assert set(warm) <= set(ran)
-            await asyncio.sleep(0.5)  # the worker idle, blocked on every partition
+            await _warm_up(pbus, ran)
             cluster.node(slot_master(cluster, pbus.partitions[1].keys.ring)).kill()  # partition 1's master
             await asyncio.sleep(0.5)
             job = ids.mint("JOB")
@@ -109,15 +111,7 @@ async def test_a_job_claimed_before_another_partitions_claim_fails_is_run_not_dr
         worker = Worker(pbus, handler, concurrency=4, lease_ms=1_000, sweep_every_s=0.2)
         task = asyncio.create_task(worker.run())
         try:
-            warm = [ids.mint("JOB") for _ in range(P)]  # every script loaded on every master first
-            for p, first in enumerate(warm):
-                await pbus.enqueue(first, lane=_lane(p), payload=b"w")
-            for _ in range(100):
-                if set(warm) <= set(ran):
-                    break
-                await asyncio.sleep(0.05)
-            assert set(warm) <= set(ran)
-            await asyncio.sleep(0.5)  # the worker idle, blocked on every partition
+            await _warm_up(pbus, ran)
             down = cluster.node(slot_master(cluster, pbus.partitions[1].keys.ring))
             down.kill()  # partition 1's master
             worker.fetcher._cursor = 0  # the next fetch's rotation starts at partition 0, then 1
