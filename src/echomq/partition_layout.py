@@ -81,26 +81,27 @@ async def gated(gate: asyncio.Semaphore, calls: list[Callable[[], Awaitable[T]]]
         raise
 
 
-async def check_layout(partitions: list[Bus], gate: asyncio.Semaphore) -> None:
-    """Each partition keeps ``i/P`` (its ``layout`` key, written by its first user); raise
-    :class:`~echomq.errors.InvalidOption` when one belongs to a bus of another P: a lane's partition is
+async def check_partition(partitions: list[Bus], i: int) -> None:
+    """Partition ``i`` keeps ``i/P`` (its ``layout`` key, written by its first user); raise
+    :class:`~echomq.errors.InvalidOption` when it belongs to a bus of another P: a lane's partition is
     a function of P, so with another P a job would be claimed from one partition and finished on another
     (refused, and run again)."""
     size = len(partitions)
+    bus = partitions[i]
+    with translate_redis_errors():
+        await bus.redis.set(bus.keys.layout, f"{i}/{size}", nx=True)
+        raw = await bus.redis.get(bus.keys.layout)
+    found = raw.decode() if isinstance(raw, bytes) else str(raw)
+    if raw is not None and found != f"{i}/{size}":
+        raise InvalidOption(
+            f"partition {bus.tag} belongs to a bus of {found.split('/')[-1]} partitions,"
+            f" not {size}: open it with that count (see echomq.partitions, growing P)"
+        )
 
-    async def mark(i: int) -> None:
-        bus = partitions[i]
-        with translate_redis_errors():
-            await bus.redis.set(bus.keys.layout, f"{i}/{size}", nx=True)
-            raw = await bus.redis.get(bus.keys.layout)
-        found = raw.decode() if isinstance(raw, bytes) else str(raw)
-        if raw is not None and found != f"{i}/{size}":
-            raise InvalidOption(
-                f"partition {bus.tag} belongs to a bus of {found.split('/')[-1]} partitions,"
-                f" not {size}: open it with that count (see echomq.partitions, growing P)"
-            )
 
-    await gated(gate, [functools.partial(mark, i) for i in range(size)])
+async def check_layout(partitions: list[Bus], gate: asyncio.Semaphore) -> None:
+    """:func:`check_partition` on every partition."""
+    await gated(gate, [functools.partial(check_partition, partitions, i) for i in range(len(partitions))])
 
 
 async def recorded(

@@ -11,10 +11,12 @@ import time
 import zlib
 
 import pytest
+import redis
 
 from echomq import Admission, Failure, Finish, InvalidLane, InvalidOption, NewJob, UnknownJob, Worker, ids
 from echomq.errors import InvalidTag
 from echomq.partitions import PartitionedBus, partition_of, partition_tags
+from echomq.testing.server import RedisProcess
 from tests.support.workers import cli, eventually, run_cli, running, stop_process
 
 P = 3
@@ -356,6 +358,39 @@ async def test_a_bus_opened_with_another_partition_count_is_refused_before_anyth
     finally:
         await three.aclose()
         await four.aclose()
+
+
+async def test_a_worker_started_before_its_redis_checks_each_partition_before_claiming_from_it(tag):
+    """The check at a worker's start may find Redis unreachable (CI caught one that died of it): the
+    worker goes on, checks each partition's place before that partition's first claim, and still
+    refuses a bus of another P there, before anything runs."""
+    process = RedisProcess(appendonly=False)  # its port chosen, the server not started yet
+    three = PartitionedBus.from_url(process.url, tag=tag, partitions=3)
+    four = PartitionedBus.from_url(process.url, tag=tag, partitions=4)
+    ran: list[str] = []
+
+    async def handler(job):
+        ran.append(job.id)
+
+    try:
+        wrong = asyncio.create_task(Worker(four, handler, concurrency=2, lease_ms=2_000).run())
+        async with running(Worker(three, handler, concurrency=2, lease_ms=2_000)):
+            await asyncio.sleep(0.3)  # both workers are past their start, Redis still down
+            assert not wrong.done()
+            await asyncio.to_thread(process.start)
+            jobs = [ids.mint("JOB") for _ in range(6)]
+            await three.enqueue_many([NewJob(job, f"PLR{i}", b"x") for i, job in enumerate(jobs)])
+            await eventually(lambda: sorted(ran) == sorted(jobs), what="every job run once")
+            with pytest.raises(InvalidOption, match="3 partitions"):
+                await asyncio.wait_for(wrong, 30)
+        with redis.Redis(port=process.port) as client:
+            assert [client.get(f"emq:{{{t}}}:layout") for t in partition_tags(tag, 3)] == [
+                f"{i}/3".encode() for i in range(3)
+            ]
+    finally:
+        await three.aclose()
+        await four.aclose()
+        process.close()
 
 
 async def test_a_retried_claim_answers_the_jobs_of_the_lost_one_and_claims_nothing_new(pbus):

@@ -21,6 +21,7 @@ EVENTS: tuple[str, ...] = (
     "worker.stopped",  # INFO   run() returned: counts of the run
     "worker.redis_error",  # WARNING a Redis call of the loop failed; the loop backs off and retries
     "worker.partition_error",  # WARNING a partition's call failed; it rests, the others go on (rotation)
+    "worker.layout_unchecked",  # WARNING the start's layout check could not reach Redis (rotation checks)
     "worker.token_lost",  # WARNING a wake token popped while busy could not be pushed back (rotation)
     "worker.swept",  # DEBUG  a sweep ran (INFO when it reclaimed or dead-lettered jobs)
     "claim.unanswered",  # WARNING a stopping worker could not learn what its unanswered claim took

@@ -43,6 +43,7 @@ from typing import Any
 
 from echomq.errors import EchoMQError, RedisUnavailable, ScriptError, translate_redis_errors
 from echomq.jobs import Claim
+from echomq.partition_layout import check_partition
 from echomq.partitions import PartitionedBus, partition_of
 from echomq.worker.fetcher import _SLACK_S, Fetcher, first_of
 from echomq.worker.logs import emit
@@ -77,6 +78,7 @@ class PartitionedFetcher:
         self._pushbacks: set[asyncio.Task[None]] = set()
         self._failures = [0] * len(self.fetchers)  # each partition's errors in a row
         self._rest_until = [0.0] * len(self.fetchers)  # monotonic: a failing partition rests until then
+        self._laid_out = [False] * len(self.fetchers)  # each partition's i/P checked (before its claims)
 
     @property
     def idle_cap_s(self) -> float:
@@ -193,13 +195,22 @@ class PartitionedFetcher:
                 break
             if self.fetchers[p].claim_unanswered or self._resting(p):
                 continue
-            jobs.extend(await self._each(p, self.fetchers[p].claim_step(free - len(jobs)), errors) or [])
+            if await self._checked(p, errors):
+                jobs.extend(await self._each(p, self.fetchers[p].claim_step(free - len(jobs)), errors) or [])
         if jobs:
             return jobs
         if errors and all(self._resting(p) for p in range(size)):
             raise errors[0]  # every partition failing: the worker pauses, as on one bus
         await self._block()
         return []
+
+    async def _checked(self, p: int, errors: list[BaseException]) -> bool:
+        """Partition ``p``'s layout is checked before its first claim (a worker started while it was
+        unreachable checks it here); one of another P raises InvalidOption, which stops the worker."""
+        if not self._laid_out[p]:
+            await self._each(p, check_partition(self.bus.partitions, p), errors)
+            self._laid_out[p] = not self._resting(p)
+        return self._laid_out[p]
 
     async def _hand_back(self, jobs: list[Claim], free: int) -> list[Claim]:
         """An unanswered claim answered late with more jobs than the slots free now (the other

@@ -171,7 +171,11 @@ class Worker:
         try:
             if handle_signals:
                 self.install_signal_handlers()
-            await self.bus.check_layout()  # a partitioned bus opened with another P: refused at once
+            try:  # a partitioned bus opened with another P: refused at once
+                await self.bus.check_layout()
+            except RedisUnavailable as exc:  # a worker may start before its Redis: each partition is
+                # checked before its first claim (echomq.worker.rotation)
+                emit(log, logging.WARNING, "worker.layout_unchecked", tag=self.bus.tag, error=str(exc))
             self.fetcher.open()
             self.keeper.start()
             self._policy_unchecked = await check_eviction_policy(self.bus)
