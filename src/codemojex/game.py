@@ -45,6 +45,7 @@ from codemojex.errors import (
     UnknownJob,
 )
 from codemojex.keys import GameKeys
+from codemojex.placement import HOME, Place
 from echomq import Bus, Settings
 from echomq import errors as bus_errors
 from echomq.scripts import AsyncScripts, Library
@@ -217,10 +218,12 @@ def translate_errors() -> Iterator[None]:
 
 
 class Game:
-    """The game on ``bus``: its keys ``cmx:{tag}:...`` share the bus's hash tag."""
+    """The game on ``bus``: its keys ``cmx:{tag}:...`` share the bus's hash tag. ``place``: (its
+    partition, P) in a spread game (:mod:`codemojex.placement`; one game is ``(0, 1)``)."""
 
-    def __init__(self, bus: Bus, settings: GameSettings | None = None) -> None:
+    def __init__(self, bus: Bus, settings: GameSettings | None = None, place: Place = HOME) -> None:
         self.bus = bus
+        self.place = place
         self.keys = GameKeys(bus.tag)
         self.settings = settings or GameSettings()
         self.scripts = AsyncScripts(bus.redis, LIBRARY)

@@ -33,3 +33,12 @@ async def read_latency(game: Game) -> Histogram:
         running += int(row.get(f"le_{bound}".encode(), b"0"))
         cumulative.append((bound, running))
     return Histogram(tuple(cumulative), int(row.get(b"count", b"0")), int(row.get(b"sum_ms", b"0")))
+
+
+def merge_latency(parts: list[Histogram]) -> Histogram:
+    """The histogram of a spread game: its partitions' counts summed, bucket by bucket."""
+    cumulative = tuple(
+        (bound, sum(part.cumulative[i][1] for part in parts))
+        for i, (bound, _) in enumerate(parts[0].cumulative)
+    )
+    return Histogram(cumulative, sum(part.count for part in parts), sum(part.sum_ms for part in parts))

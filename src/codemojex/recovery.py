@@ -30,6 +30,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from codemojex import placement
 from codemojex.errors import InvalidOption, ScriptError, UnknownPlayer
 from codemojex.game import Game, translate_errors
 from codemojex.names import skeleton
@@ -77,7 +78,7 @@ async def issue(game: Game, player_id: str) -> str:
     """A new recovery code for ``player_id`` (shown once), the old one revoked in the same step;
     :class:`~codemojex.errors.UnknownPlayer` if there is no such player."""
     keys = game.keys
-    code = new_code()
+    code = placement.mint(new_code, code_digest, game.place)  # in the player's partition
     digest = code_digest(code)
     with translate_errors():  # the current code's key, declared (a concurrent issue: the script's own)
         raw = await game.redis.hget(keys.player(player_id), "recovery")
@@ -126,7 +127,7 @@ async def sign_in(
     if raw is None:
         return None
     player_id = bytes(raw).decode()
-    token = new_token()
+    token = placement.mint(new_token, token_digest, game.place)
     reply = await game.run(
         "recovery",
         [

@@ -46,7 +46,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from codemojex import codes, leaderboard, players, ranking, round_jobs, rounds
+from codemojex import codes, leaderboard, placement, players, ranking, round_jobs, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
 from codemojex.errors import InvalidOption, NameTaken, RoundClosed, UnknownRound
@@ -70,7 +70,8 @@ class SpreadGame:
     def __init__(self, pbus: PartitionedBus, settings: GameSettings | None = None) -> None:
         self.pbus = pbus
         self.settings = settings or GameSettings()
-        self.games = [Game(bus, self.settings) for bus in pbus.partitions]
+        size = len(pbus.partitions)
+        self.games = [Game(bus, self.settings, (i, size)) for i, bus in enumerate(pbus.partitions)]
 
     @classmethod
     def from_url(
@@ -129,16 +130,14 @@ def mint_player_id(partition: int, partitions: int) -> str:
 def new_token(spread: SpreadGame, name: str) -> str:
     """A fresh API token (:func:`codemojex.players.new_token`) for the player called ``name``: its
     digest hashes to the name's partition (about P tries, local), where the token key lives."""
-    partition = spread.partition_of_name(name)
-    for _ in range(MINT_TRIES):
-        token = players.new_token()
-        if _token_partition(token, len(spread.games)) == partition:
-            return token
-    raise AssertionError(f"no token of partition {partition} in {MINT_TRIES} tries")
+    return placement.mint(
+        players.new_token, players.token_digest, spread.games[spread.partition_of_name(name)].place
+    )
 
 
-def _token_partition(token: str, partitions: int) -> int:
-    return zlib.crc32(players.token_digest(players.check_token(token)).encode()) % partitions
+def token_partition(token: str, partitions: int) -> int:
+    """The partition of a player token (:mod:`codemojex.placement`)."""
+    return placement.partition_of_digest(players.token_digest(players.check_token(token)), partitions)
 
 
 async def register(spread: SpreadGame, name: str, *, token: str | None = None) -> Player:
@@ -147,7 +146,7 @@ async def register(spread: SpreadGame, name: str, *, token: str | None = None) -
     name (its digest hashes to the same partition, so one token can name one player only, in one
     place), else InvalidOption. A lost reply: as there (a new call registers anew)."""
     partition = spread.partition_of_name(name)
-    if token is not None and _token_partition(token, len(spread.games)) != partition:
+    if token is not None and token_partition(token, len(spread.games)) != partition:
         raise InvalidOption("a token of a spread game is minted for the player's name: spread.new_token")
     player_id = mint_player_id(partition, len(spread.games))
     await spread.check_layout()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from codemojex import placement
 from codemojex.errors import InvalidOption, ScriptError
 from codemojex.game import Game, translate_errors
 from codemojex.players import check_token, new_token, token_digest
@@ -128,7 +129,7 @@ async def rotate(game: Game, token: str) -> Issued | None:
     player_id = await _holder(game, old)
     if player_id is None:
         return None
-    fresh = new_token()
+    fresh = placement.mint(new_token, token_digest, game.place)  # in the player's partition
     reply = await game.run(
         "token", *_call(game, "rotate", player_id, old, new=token_digest(fresh), sealed=seal(fresh, token))
     )

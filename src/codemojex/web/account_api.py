@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import offers, player_stats, players, recovery, rounds, trials, wallet
+from codemojex import offers, player_stats, players, recovery, rounds, spread, trials, wallet
 from codemojex.errors import CodemojexError
 from codemojex.keys import ROUND, check_id
 from codemojex.rounds import RoundStatus
@@ -39,9 +39,14 @@ class NewPlayer(BaseModel):
 )
 async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
     """Register a player with the starting grant; the token is shown once (see docs/http-api.md)."""
-    token = players.new_token()
-    game = host_of(request).game
-    player = await players.register(game, new.name, token=token)
+    host = host_of(request)
+    if host.spread is None:
+        token = players.new_token()
+        player = await players.register(host.game, new.name, token=token)
+    else:  # in the partition of the name, with a token minted there (codemojex.spread)
+        token = spread.new_token(host.spread, new.name)
+        player = await spread.register(host.spread, new.name, token=token)
+    game = host.game_of(player.id)
     created = player.created_ms
     code: str | None = None
     with contextlib.suppress(CodemojexError):  # the player exists: a failed code is asked for later
@@ -60,7 +65,7 @@ async def join(request: Request, new: NewPlayer) -> dict[str, Any]:
 @router.get("/me", tags=["players"], response_model=schemas.PlayerOut, responses=answers(401, 404))
 async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """The caller; ``expires_unless_played_ms`` is null once an admitted guess keeps them for good."""
-    game = host_of(request).game
+    game = host_of(request).game_of(player_id)
     player = await players.get_player(game, player_id)
     ends = await trials.trial_ends(game, player_id)
     return {
@@ -75,7 +80,9 @@ async def me(request: Request, player_id: PlayerId) -> dict[str, Any]:
 @router.get("/me/stats", tags=["players"], response_model=schemas.PlayerStatsOut, responses=answers(401))
 async def my_stats(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """The caller's rounds played and solved, best attempts and streaks (codemojex.streaks)."""
-    return views.stats_view(player_id, await player_stats.read_stats(host_of(request).game, player_id))
+    return views.stats_view(
+        player_id, await player_stats.read_stats(host_of(request).game_of(player_id), player_id)
+    )
 
 
 @router.get(
@@ -86,7 +93,7 @@ async def my_wallet(
 ) -> dict[str, Any]:
     """Balances, the newest ledger entries (oldest first), the economy's rule, and the offer: in the
     round ``round_id`` (else the open round), what the next guess costs and what the allowance adds."""
-    game = host_of(request).game
+    game = host_of(request).game_of(player_id)
     if round_id is not None:
         check_id(round_id, ROUND)
     held = await wallet.read_wallet(game, player_id, ledger_limit=LEDGER_SHOWN)

@@ -45,6 +45,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codemojex.errors import CodemojexError
+from codemojex.game import Game
 from codemojex.web import buckets
 from codemojex.web.buckets import Rate
 from codemojex.web.guess_path import ANSWERED, CHARGED, GuessPath
@@ -183,7 +184,7 @@ class Admission:
         self.operator_token = operator_token
         self.total = asyncio.Semaphore(limits.total_for(pool_size))
         self.inflight: dict[str, int] = {}
-        self.guesses = GuessPath(limits.guess_per_address, limits.guess_per_player)
+        self.paths: dict[int, GuessPath] = {}  # a spread game's partition -> its one-call path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -236,8 +237,9 @@ class Admission:
                 return
             plain = _PLAIN_GUESS.fullmatch(path) if scope["method"] == "POST" else None
             if plain is not None and not self._by_operator(scope):
-                game = scope["app"].state.host.game
-                done = await self.guesses.post(
+                game = scope["app"].state.host.game_of_token(_bearer(scope))  # the player's partition
+                guesses = self._path(game)
+                done = await guesses.post(
                     game, scope, body.body, address=address, round_id=plain.group(1), send=send
                 )
                 if done == ANSWERED:
@@ -245,8 +247,8 @@ class Admission:
                 if done == CHARGED:  # its buckets are charged: the routes' path without the limiter
                     await self.app(scope, body, send)
                     return
-                if not self.guesses.knows(plain.group(1)) and await self._allowed(scope, send, address, path):
-                    await self._learning(scope, body, send, plain.group(1))
+                if not guesses.knows(plain.group(1)) and await self._allowed(scope, send, address, path):
+                    await self._learning(scope, body, send, game, plain.group(1))
                     return
             if await self._allowed(scope, send, address, path):
                 await self.app(scope, body, send_then_release if streaming else send)
@@ -255,14 +257,23 @@ class Admission:
                 released = True
                 release()
 
-    async def _learning(self, scope: Scope, receive: Receive, send: Send, round_id: str) -> None:
+    def _path(self, game: Game) -> GuessPath:
+        """The one-call path of ``game`` (each partition's keys and rounds cached apart)."""
+        path = self.paths.get(game.place[0])
+        if path is None:
+            path = self.paths[game.place[0]] = GuessPath(
+                self.limits.guess_per_address, self.limits.guess_per_player
+            )
+        return path
+
+    async def _learning(self, scope: Scope, receive: Receive, send: Send, game: Game, round_id: str) -> None:
         """The routes' path for a guess in a round the one-call path does not know yet: once a guess
         in it is admitted (202), the round's keyboard is kept (:meth:`GuessPath.learn`), before the answer
         is sent, so the client's next guess finds it."""
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 202:
-                await self.guesses.learn(scope["app"].state.host.game, round_id)  # before the answer
+                await self._path(game).learn(game, round_id)  # before the answer
             await send(message)
 
         await self.app(scope, receive, watch)
@@ -290,7 +301,7 @@ class Admission:
         else:
             kind, per_address, per_player = buckets.READ, limits.read_per_address, limits.read_per_player
         try:
-            game = scope["app"].state.host.game
+            game = scope["app"].state.host.game_of_token(token)  # a player's buckets are in their partition
             refused = await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
         except CodemojexError as exc:
             if kind == buckets.READ:

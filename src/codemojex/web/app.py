@@ -10,6 +10,7 @@ client, the events hub and the throughput sampler are created in the lifespan, o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -26,8 +27,9 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codemojex import proof
-from codemojex.errors import CodemojexError
+from codemojex.errors import CodemojexError, Unavailable
 from codemojex.game import Game, translate_errors
+from codemojex.spread import SpreadGame
 from codemojex.web import (
     account_api,
     events,
@@ -51,6 +53,8 @@ from echomq.errors import EchoMQError
 
 __all__ = ["HostConfig", "create_app"]
 
+log = logging.getLogger("codemojex.web")
+
 STATIC = Path(str(resources.files("codemojex.web") / "static"))
 TEMPLATES = Jinja2Templates(
     env=jinja2.Environment(
@@ -70,22 +74,23 @@ PAGES = {
 def create_app(config: HostConfig) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        game = Game.from_url(
-            config.redis_url,
-            config.tag,
-            config.settings,
-            config.bus_settings,
-            cluster=config.cluster,
-            max_connections=config.max_connections,
-        )
+        spread, game, readers = _games(config)
         demo = None
         if config.proof:  # the proof's own demo game: its own bus, round and worker (codemojex.proof)
             demo = proof.demo_game(
                 config.redis_url, config.tag, caller_cap=config.proof_caller_cap, cluster=config.cluster
             )
-        reader = Game.from_url(config.redis_url, config.tag, cluster=config.cluster, max_connections=1)
-        hub = Hub(game, reader, config.limits)  # every event stream read on one connection of its own
-        host = Host(config, game, hub, Sampler(game, config.sample_every_s), demo)
+        hub = Hub(game, limits=config.limits, spread=spread, readers=readers)  # streams on their own
+        host = Host(
+            config,
+            game,
+            hub,
+            Sampler(game, config.sample_every_s, spread.pbus if spread else None),
+            demo,
+            spread,
+        )
+        if spread is not None:
+            await _check_layout(spread)
         app.state.host = host
         host.sampler.start()
         try:
@@ -93,7 +98,7 @@ def create_app(config: HostConfig) -> FastAPI:
         finally:
             await host.hub.close()
             await host.sampler.stop()
-            await game.aclose()
+            await (game if spread is None else spread).aclose()
             if demo is not None:
                 await demo.aclose()
 
@@ -144,6 +149,37 @@ def create_app(config: HostConfig) -> FastAPI:
     app.mount("/static", _Static(directory=STATIC), name="static")
     add_docs(app)
     return app
+
+
+def _games(config: HostConfig) -> tuple[SpreadGame | None, Game, list[Game]]:
+    """The spread game (None for one game), the home game, and the hub's readers: one Game on a
+    one-connection pool per partition (every event stream read on one connection of its own)."""
+    spread = None
+    if config.partitions > 1:
+        spread = SpreadGame.from_url(
+            config.redis_url, config.tag, config.partitions, config.settings, config.bus_settings,
+            cluster=config.cluster, max_connections=config.max_connections,
+        )  # fmt: skip
+        game = spread.games[0]
+    else:
+        game = Game.from_url(
+            config.redis_url, config.tag, config.settings, config.bus_settings,
+            cluster=config.cluster, max_connections=config.max_connections,
+        )  # fmt: skip
+    tags = [config.tag] if spread is None else [part.bus.tag for part in spread.games]
+    readers = [
+        Game.from_url(config.redis_url, tag, cluster=config.cluster, max_connections=1) for tag in tags
+    ]
+    return spread, game, readers
+
+
+async def _check_layout(spread: SpreadGame) -> None:
+    """A host of another P than the game's partitions were made with does not start (InvalidOption); one
+    whose Redis cannot be reached yet starts (its sign-ups and rounds check the layout first)."""
+    try:
+        await spread.check_layout()
+    except Unavailable as exc:
+        log.warning("the partitions' layout could not be checked at start: %s", exc)
 
 
 class _Static(StaticFiles):

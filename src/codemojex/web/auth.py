@@ -53,7 +53,7 @@ def is_operator(request: Request, token: str | None) -> bool:
 async def player_of(request: Request, token: str | None) -> str:
     if token is None:
         raise Problem(401, "unauthorized", "send Authorization: Bearer <your player token>")
-    player_id = await tokens.authenticate(host_of(request).game, token)
+    player_id = await tokens.authenticate(host_of(request).game_of_token(token), token)
     if player_id is None:
         raise Problem(
             401,

@@ -96,7 +96,7 @@ async def _redeem(host: Host, value: str) -> tuple[str, str, str | None]:
     if stored is None:
         raise Problem(401, "invalid_ticket", "the ticket is unknown, used or expired: ask for a new one")
     player_id, round_id, *asked_by = stored.decode().split(" ")
-    if asked_by and await tokens.holder(host.game, asked_by[0]) != player_id:
+    if asked_by and await tokens.holder(host.game_of_digest(asked_by[0]), asked_by[0]) != player_id:
         raise Problem(401, "invalid_ticket", "the token that asked for this ticket was revoked or rotated")
     return player_id, round_id, asked_by[0] if asked_by else None
 

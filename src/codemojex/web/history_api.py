@@ -78,12 +78,13 @@ async def round_history(
     summary = await history.read_summary(game, round_id)
     if summary is None:
         raise UnknownRound(f"no closed round {round_id} in the history")
+    own = game if player_id is None else host_of(request).game_of(player_id)  # where their guesses are
     with translate_errors():
-        kept = await game.redis.zscore(game.keys.retained, round_id) is not None
+        kept = await own.redis.zscore(own.keys.retained, round_id) is not None
     settings = await schedule.read_settings(game)
     mine = None
     if player_id is not None:
-        listed = await guesses.player_guesses(game, round_id, player_id, GUESSES_SHOWN) if kept else []
+        listed = await guesses.player_guesses(own, round_id, player_id, GUESSES_SHOWN) if kept else []
         mine = [views.guess_view(guess) for guess in listed]
     return {
         "summary": views.summary_view(summary),

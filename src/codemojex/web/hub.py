@@ -30,6 +30,13 @@ key and one ``HGET`` of the legacy ``tokens`` hash per distinct token, never per
 names now; a stream whose token no longer names its player (a logout, a rotation, an expiry) gets a last
 ``revoked`` event and ends. The page then asks for a new ticket only if its token still works (its own
 rotation), else it shows the join form.
+
+A spread game (:mod:`codemojex.spread`): each partition's ``score.lua`` appends to that partition's
+stream of the round, so the hub follows a round in every partition, one ``XREAD`` per partition (on a
+cluster the partitions' streams are in different slots), each on its own connection; the board is the
+merged one (:func:`codemojex.spread.read_board`), a token is checked in its own partition, and the
+``closed`` event is the whole round's summary, read from the home partition (a partition's ``closed``
+entry only makes the hub look for it at once; the periodic check finds it otherwise).
 """
 
 from __future__ import annotations
@@ -38,10 +45,11 @@ import asyncio
 import contextlib
 import logging
 
-from codemojex import history, leaderboard, rounds
+from codemojex import history, leaderboard, placement, rounds
 from codemojex.errors import CodemojexError, NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.rounds import RoundStatus
+from codemojex.spread import SpreadGame, read_board
 from codemojex.web import views
 from codemojex.web.admission import Limits
 from codemojex.web.subscribers import Event, Subscriber, TooManyStreams
@@ -68,14 +76,28 @@ def _bump(counts: dict[str, int], key: str, delta: int) -> None:
 
 
 class Hub:
-    """``game`` serves the board reads (pooled); ``reader`` (a Game on a one-connection pool) the XREAD."""
+    """``game`` serves the board reads (pooled); ``reader`` (a Game on a one-connection pool) the XREAD.
+    On a spread game (``spread``), ``readers`` has one such Game per partition (see the module doc)."""
 
-    def __init__(self, game: Game, reader: Game | None = None, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        game: Game,
+        reader: Game | None = None,
+        limits: Limits | None = None,
+        *,
+        spread: SpreadGame | None = None,
+        readers: list[Game] | None = None,
+    ) -> None:
         self.game = game
-        self.reader = reader or game
+        self.spread = spread
+        self.games = [game] if spread is None else spread.games
+        self.readers = readers or [reader or game]
+        if len(self.readers) != len(self.games):
+            raise ValueError("a spread game's hub needs one reader per partition")
         self.limits = limits or Limits()
         self.rounds: dict[str, set[Subscriber]] = {}
-        self.positions: dict[str, str] = {}  # round -> the last stream entry read
+        self.positions: dict[str, list[str]] = {}  # round -> the last stream entry read, per partition
+        self._look: set[str] = set()  # rounds a partition's closed entry asks to look at now
         self.per_player: dict[str, int] = {}
         self.per_address: dict[str, int] = {}
         self.total = 0
@@ -99,7 +121,7 @@ class Hub:
         if self.closed:
             subscriber.end()
             return subscriber
-        last = None if round_id in self.positions else await self._last_entry(round_id)
+        last = None if round_id in self.positions else await self._last_entries(round_id)
         self.check(player_id, address)  # again: others may have subscribed meanwhile
         self.total += 1
         _bump(self.per_player, player_id, 1)
@@ -123,35 +145,61 @@ class Hub:
             self.rounds.pop(subscriber.round_id, None)
             self.positions.pop(subscriber.round_id, None)
 
-    async def _last_entry(self, round_id: str) -> str:
+    async def _last_entries(self, round_id: str) -> list[str]:
+        async def last(game: Game) -> str:
+            newest = await game.redis.xrevrange(game.keys.events(round_id), count=1)
+            return newest[0][0].decode() if newest else "0-0"
+
         with translate_errors():
-            newest = await self.game.redis.xrevrange(self.game.keys.events(round_id), count=1)
-        return newest[0][0].decode() if newest else "0-0"
+            return list(await asyncio.gather(*(last(game) for game in self.games)))
 
     async def _read(self) -> None:
+        """Follow every watched round (one loop per partition) and check them every period."""
         loop = asyncio.get_running_loop()
         checked = loop.time()
         period = self.limits.stream_check_s
         block = max(1, min(BLOCK_MS, int(period * 1000)))
+        follows = [asyncio.create_task(self._follow(p, block)) for p in range(1, len(self.games))]
+        try:
+            while self.positions and not self.closed:
+                try:
+                    await self._read_once(0, block)
+                    if loop.time() - checked >= period or self._look:
+                        checked = loop.time()
+                        await self._end_closed()
+                        await self._end_revoked()
+                except CodemojexError as exc:
+                    log.warning("events reader: %s; retrying", exc)
+                    await asyncio.sleep(1.0)
+        finally:
+            for task in follows:
+                task.cancel()
+            await asyncio.gather(*follows, return_exceptions=True)
+
+    async def _follow(self, p: int, block: int) -> None:
+        """Partition ``p``'s read (a spread game's partitions but the first)."""
         while self.positions and not self.closed:
-            streams = {self.game.keys.events(rid): last for rid, last in self.positions.items()}
             try:
-                with translate_errors():
-                    reply = await self.reader.redis.xread(streams, count=100, block=block)
-                for key, entries in reply or ():
-                    round_id = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
-                    if round_id in self.positions and entries:
-                        self.positions[round_id], solvers = self._publish(round_id, entries)
-                        await self._publish_board(round_id, solvers)
-                if loop.time() - checked >= period:
-                    checked = loop.time()
-                    await self._end_closed()
-                    await self._end_revoked()
+                await self._read_once(p, block)
             except CodemojexError as exc:
-                log.warning("events reader: %s; retrying", exc)
+                log.warning("events reader of partition %s: %s; retrying", p, exc)
                 await asyncio.sleep(1.0)
 
+    async def _read_once(self, p: int, block: int) -> None:
+        game = self.games[p]
+        streams = {game.keys.events(rid): last[p] for rid, last in self.positions.items()}
+        if not streams:
+            return
+        with translate_errors():
+            reply = await self.readers[p].redis.xread(streams, count=100, block=block)
+        for key, entries in reply or ():
+            round_id = (key.decode() if isinstance(key, bytes) else key).rsplit(":", 1)[1]
+            if round_id in self.positions and entries:
+                self.positions[round_id][p], solvers = self._publish(round_id, p, entries)
+                await self._publish_board(round_id, solvers)
+
     async def _end_closed(self) -> None:
+        self._look.clear()
         now = await rounds.server_ms(self.game)
         for round_id in list(self.positions):
             try:
@@ -167,7 +215,8 @@ class Hub:
             ended = the_round.closed_ms or the_round.closes_ms if the_round else None
             if ended is not None:
                 waits = CLOSE_WAIT_MS
-                if await history.pending_guesses(self.game, round_id) > 0:
+                pending = await asyncio.gather(*(history.pending_guesses(g, round_id) for g in self.games))
+                if sum(pending) > 0:
                     waits += history.SETTLE_GRACE_MS  # the worker waits for them before concluding
                 if now < ended + waits:
                     continue  # the worker concludes it soon: its closed entry comes on the stream
@@ -184,32 +233,30 @@ class Hub:
         digests = sorted({sub.token_digest for sub in checked if sub.token_digest})
         if not digests:
             return
-        keys = self.game.keys
-        with translate_errors():
-            async with self.game.redis.pipeline(transaction=False) as pipe:
-                for digest in digests:
-                    pipe.get(keys.token(digest))
-                    pipe.hget(keys.tokens, digest)
-                replies = await pipe.execute()
-        names = {
-            digest: bytes(current or legacy).decode() if (current or legacy) else None
-            for digest, current, legacy in zip(digests, replies[::2], replies[1::2], strict=True)
-        }
+        by_game: dict[int, list[str]] = {}
+        for digest in digests:
+            by_game.setdefault(placement.partition_of_digest(digest, len(self.games)), []).append(digest)
+        names: dict[str, str | None] = {}
+        for p, some in by_game.items():
+            names.update(await _holders(self.games[p], some))
         for subscriber in checked:
             if names.get(subscriber.token_digest or "") != subscriber.player_id:
                 subscriber.end(("revoked", {"round_id": subscriber.round_id}))
 
     def _publish(
-        self, round_id: str, entries: list[tuple[bytes, dict[bytes, bytes]]]
+        self, round_id: str, p: int, entries: list[tuple[bytes, dict[bytes, bytes]]]
     ) -> tuple[str, dict[str, int]]:
         """Fan the scored entries out to their players; the last entry id, and the players whose
         standing these entries turned solved (score.lua's ``newly``) with their attempts then."""
-        last = self.positions[round_id]
+        last = self.positions[round_id][p]
         solvers: dict[str, int] = {}
         for entry_id, fields in entries:
             last = entry_id.decode()
             if fields.get(b"kind") == b"closed" and b"summary" in fields:
-                self._announce(round_id, closed_event(history.parse_summary(fields[b"summary"])))
+                if self.spread is None:
+                    self._announce(round_id, closed_event(history.parse_summary(fields[b"summary"])))
+                else:  # a partition's own part: the whole round's summary is read from the home game
+                    self._look.add(round_id)
                 continue
             if fields.get(b"kind") != b"scored":
                 continue
@@ -231,8 +278,13 @@ class Hub:
                     subscriber.offer(event)
         return last, solvers
 
+    async def _board(self, round_id: str, limit: int) -> list[leaderboard.Entry]:
+        if self.spread is not None:
+            return await read_board(self.spread, round_id, limit)
+        return await leaderboard.read_board(self.game, round_id, limit)
+
     async def _publish_board(self, round_id: str, solvers: dict[str, int] | None = None) -> None:
-        entries = await leaderboard.read_board(self.game, round_id, BOARD_SHOWN)
+        entries = await self._board(round_id, BOARD_SHOWN)
         event: Event = (
             "leaderboard",
             {"round_id": round_id, "entries": [views.entry_view(e) for e in entries]},
@@ -249,7 +301,7 @@ class Hub:
         the guess. Solvers rank first (by solve time), so a board past the shown top is read only when
         more players solved than it holds."""
         if not solvers.keys() <= {entry.standing.player for entry in entries}:
-            entries = await leaderboard.read_board(self.game, round_id, SOLVERS_READ)
+            entries = await self._board(round_id, SOLVERS_READ)
         found = {entry.standing.player: entry for entry in entries}
         for player, attempts in solvers.items():
             entry = found.get(player)
@@ -278,5 +330,21 @@ class Hub:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self.reader is not self.game:
-            await self.reader.aclose()
+        for reader in self.readers:
+            if reader is not self.game:
+                await reader.aclose()
+
+
+async def _holders(game: Game, digests: list[str]) -> dict[str, str | None]:
+    """Whom each token (by digest) of ``game`` names now: one pipeline."""
+    keys = game.keys
+    with translate_errors():
+        async with game.redis.pipeline(transaction=False) as pipe:
+            for digest in digests:
+                pipe.get(keys.token(digest))
+                pipe.hget(keys.tokens, digest)
+            replies = await pipe.execute()
+    return {
+        digest: bytes(current or legacy).decode() if (current or legacy) else None
+        for digest, current, legacy in zip(digests, replies[::2], replies[1::2], strict=True)
+    }

@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from codemojex.game import translate_errors
-from codemojex.latency import Histogram, read_latency
+from codemojex.latency import Histogram, merge_latency, read_latency
 from codemojex.web.host import host_of
 from codemojex.web.problems import answers
 from echomq.stats import Stats
@@ -94,11 +94,12 @@ class Snapshot(Collector):
     responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}, **answers()},
 )
 async def metrics(request: Request) -> Response:
-    game = host_of(request).game
+    host = host_of(request)
+    bus = host.game.bus if host.spread is None else host.spread.pbus  # a spread game's: every partition's
     with translate_errors():
-        stats = await game.bus.stats(lanes=LANES_SHOWN)
-        players = await game.redis.zcard(game.keys.players)
-    latency = await read_latency(game)
+        stats = await bus.stats(lanes=LANES_SHOWN)
+        players = sum([await game.redis.zcard(game.keys.players) for game in host.games])
+    latency = merge_latency([await read_latency(game) for game in host.games])
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Snapshot(stats, latency, int(players)))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

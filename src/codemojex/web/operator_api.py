@@ -2,7 +2,10 @@
 active leases, dead letters, their retry and refund, and the throughput samples the dashboard charts.
 
 Opening and closing a round touch its secret: with ``rounds_by_worker`` (a host on its least-privilege
-Redis user, :mod:`codemojex.access`) the score worker runs them (:mod:`codemojex.round_jobs`)."""
+Redis user, :mod:`codemojex.access`) the score worker runs them (:mod:`codemojex.round_jobs`).
+
+On a spread game (:mod:`codemojex.spread`) a round opens and closes in every partition, the stats are
+every partition's summed, and the leases and dead letters are every partition's, merged in order."""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import refunds, round_jobs, rounds
-from codemojex.game import translate_errors
-from codemojex.keys import JOB, check_id
+from codemojex import refunds, round_jobs, rounds, spread
+from codemojex.errors import UnknownJob
+from codemojex.game import Game, translate_errors
+from codemojex.keys import JOB, ROUND, check_id
 from codemojex.web import operator_schemas, schemas, views
 from codemojex.web.auth import Operator
 from codemojex.web.host import host_of
@@ -49,12 +53,19 @@ async def _now(request: Request) -> int:
 async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
     """A new round with a fresh secret drawn with a CSPRNG."""
     host = host_of(request)
+    prices = None if spec.prices is None else [(p.currency, p.amount) for p in spec.prices]
+    if host.spread is not None:
+        the_round = await spread.open_round(
+            host.spread, keyboard=spec.keyboard, size=spec.size, prices=prices, delay_s=spec.delay_s,
+            duration_s=spec.duration_s, max_guesses=spec.max_guesses,
+        )  # fmt: skip
+        return views.round_view(the_round, await _now(request))
     opener = round_jobs.open_round if host.config.rounds_by_worker else rounds.open_round
     the_round = await opener(
         host.game,
         keyboard=spec.keyboard,
         size=spec.size,
-        prices=None if spec.prices is None else [(p.currency, p.amount) for p in spec.prices],
+        prices=prices,
         delay_s=spec.delay_s,
         duration_s=spec.duration_s,
         max_guesses=spec.max_guesses,
@@ -67,6 +78,9 @@ async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
 )
 async def close_round(request: Request, round_id: str) -> dict[str, Any]:
     host = host_of(request)
+    if host.spread is not None:
+        closed = await spread.close_round(host.spread, check_id(round_id, ROUND))
+        return {"round_id": round_id, "closed_ms": closed}
     closer = round_jobs.close_round if host.config.rounds_by_worker else rounds.close_round
     closed = await closer(host.game, round_id)
     return {"round_id": round_id, "closed_ms": closed}
@@ -75,66 +89,74 @@ async def close_round(request: Request, round_id: str) -> dict[str, Any]:
 @router.get("/stats", response_model=operator_schemas.StatsOut, responses=answers(422))
 async def stats(request: Request, lanes: Annotated[int, Query(ge=0, le=1000)] = 50) -> dict[str, Any]:
     """Counters, depth per state, and the first ``lanes`` lanes with their depth and fairness lag."""
-    game = host_of(request).game
+    host = host_of(request)
+    bus = host.game.bus if host.spread is None else host.spread.pbus
     with translate_errors():
-        read = await game.bus.stats(lanes=lanes)
-    return read.as_dict() | {"server_ms": await _now(request), "tag": game.bus.tag}
+        read = await bus.stats(lanes=lanes)
+    return read.as_dict() | {"server_ms": await _now(request), "tag": bus.tag}
 
 
 @router.get("/leases", response_model=operator_schemas.LeasesOut, responses=answers(422))
 async def leases(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
     """The active jobs with the soonest lease deadlines first."""
-    game = host_of(request).game
+    found = [lease for game in host_of(request).games for lease in await _leases(game, limit)]
+    found.sort(key=lambda lease: (lease["deadline_ms"], lease["job_id"]))
+    return {"server_ms": await _now(request), "leases": found[:limit]}
+
+
+async def _leases(game: Game, limit: int) -> list[dict[str, Any]]:
     with translate_errors():
         active = await game.redis.zrange(game.bus.keys.active, 0, limit - 1, withscores=True)
         async with game.redis.pipeline(transaction=False) as pipe:
             for raw, _ in active:
                 pipe.hmget(game.bus.keys.job(raw.decode()), bus_rows.LANE, bus_rows.ATTEMPTS, bus_rows.OWNER)
             rows = await pipe.execute()
-    found = []
-    for (raw, deadline), (lane, attempts, owner) in zip(active, rows, strict=True):
-        found.append(
-            {
-                "job_id": raw.decode(),
-                "lane": (lane or b"").decode(),
-                "deadline_ms": int(deadline),
-                "attempts": int(attempts or 0),
-                "owner": (owner or b"").decode(),
-            }
-        )
-    return {"server_ms": await _now(request), "leases": found}
+    return [
+        {
+            "job_id": raw.decode(),
+            "lane": (lane or b"").decode(),
+            "deadline_ms": int(deadline),
+            "attempts": int(attempts or 0),
+            "owner": (owner or b"").decode(),
+        }
+        for (raw, deadline), (lane, attempts, owner) in zip(active, rows, strict=True)
+    ]
 
 
 @router.get("/dead", response_model=operator_schemas.DeadOut, responses=answers(422))
 async def dead(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
     """Dead-lettered jobs, oldest first, with their last error."""
-    game = host_of(request).game
+    found = [row for game in host_of(request).games for row in await _dead(game, limit)]
+    found.sort(key=lambda row: (row["dead_ms"], row["job_id"]))
+    return {"dead": found[:limit]}
+
+
+async def _dead(game: Game, limit: int) -> list[dict[str, Any]]:
     with translate_errors():
         listed = await game.bus.dead_jobs(limit)
         async with game.redis.pipeline(transaction=False) as pipe:
             for job, _ in listed:
                 pipe.hmget(game.bus.keys.job(job), bus_rows.LANE, bus_rows.TRIES, bus_rows.ERROR)
             rows = await pipe.execute()
-    return {
-        "dead": [
-            {
-                "job_id": job,
-                "lane": (lane or b"").decode(),
-                "dead_ms": at,
-                "tries": int(tries or 0),
-                "error": (error or b"").decode("utf-8", "replace"),
-            }
-            for (job, at), (lane, tries, error) in zip(listed, rows, strict=True)
-        ]
-    }
+    return [
+        {
+            "job_id": job,
+            "lane": (lane or b"").decode(),
+            "dead_ms": at,
+            "tries": int(tries or 0),
+            "error": (error or b"").decode("utf-8", "replace"),
+        }
+        for (job, at), (lane, tries, error) in zip(listed, rows, strict=True)
+    ]
 
 
 @router.post("/dead/{job_id}/retry", response_model=operator_schemas.RetriedOut, responses=answers(400))
 async def retry(request: Request, job_id: str) -> dict[str, Any]:
     """Move a dead job back to its lane (its tries start again); ``retried`` is false if it was not dead."""
     check_id(job_id, JOB)
+    host = host_of(request)
     with translate_errors():
-        retried = await host_of(request).game.bus.retry_dead(job_id)
+        retried = await (host.game.bus if host.spread is None else host.spread.pbus).retry_dead(job_id)
     return {"job_id": job_id, "retried": retried}
 
 
@@ -142,7 +164,12 @@ async def retry(request: Request, job_id: str) -> dict[str, Any]:
 async def refund(request: Request, job_id: str) -> dict[str, Any]:
     """Give a dead guess its payment back, once (:mod:`codemojex.refunds`): ``outcome`` is refunded, or
     already, not_dead, scored or uncharged when nothing changed. Safe to repeat (a lost reply: ask again)."""
-    [result] = await refunds.refund(host_of(request).game, [check_id(job_id, JOB)])
+    check_id(job_id, JOB)
+    try:
+        game = await host_of(request).game_of_job(job_id)  # the job's partition
+    except UnknownJob:
+        game = host_of(request).game  # no partition has it: refund answers as for any unknown job
+    [result] = await refunds.refund(game, [job_id])
     charged = {"currency": result.charge[0], "amount": result.charge[1]} if result.charge else None
     return {"job_id": job_id, "outcome": result.outcome.value, "refunded": charged}
 

@@ -15,12 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import (
-    guesses,
-    leaderboard,
-    locks,
-    rounds,
-)
+from codemojex import guesses, leaderboard, locks, rounds, spread
 from codemojex.emoji import graphemes
 from codemojex.errors import InvalidInput, NotFound, NotProven, RoundClosed, UnknownJob
 from codemojex.game import Game, translate_errors
@@ -107,7 +102,7 @@ async def submit_guess(
     idempotency_key: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
     """Validate, overlay locks, charge and enqueue one guess (see docs/http-api.md for every status)."""
-    game = host_of(request).game
+    game = host_of(request).game_of(player_id)
     check_id(round_id, ROUND)
     wanted = sorted({locks.check_position(position) for position in new.locks or ()})
     overlay: dict[int, str] = {}
@@ -159,7 +154,7 @@ async def my_guesses(
     request: Request, round_id: str, player_id: PlayerId, limit: Annotated[int, Query(ge=1, le=1000)] = 200
 ) -> dict[str, Any]:
     """The caller's own guesses in the round (oldest first), their locks and proven positions."""
-    game = host_of(request).game
+    game = host_of(request).game_of(player_id)
     await rounds.get_round(game, round_id)
     mine = await guesses.player_guesses(game, round_id, player_id, limit)
     held = await locks.read_locks(game, round_id, player_id)
@@ -182,7 +177,7 @@ async def my_guesses(
 async def lock_position(
     request: Request, round_id: str, position: int, player_id: PlayerId
 ) -> dict[str, Any]:
-    key = await locks.lock(host_of(request).game, round_id, player_id, position)
+    key = await locks.lock(host_of(request).game_of(player_id), round_id, player_id, position)
     return {"position": position, "key": key}
 
 
@@ -196,7 +191,7 @@ async def unlock_position(
     request: Request, round_id: str, position: int, player_id: PlayerId
 ) -> dict[str, Any]:
     check_id(round_id, ROUND)
-    removed = await locks.unlock(host_of(request).game, round_id, player_id, position)
+    removed = await locks.unlock(host_of(request).game_of(player_id), round_id, player_id, position)
     return {"position": position, "removed": removed}
 
 
@@ -209,9 +204,12 @@ async def unlock_position(
 async def board(
     request: Request, round_id: str, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> dict[str, Any]:
-    game = host_of(request).game
-    await rounds.get_round(game, round_id)
-    entries = await leaderboard.read_board(game, round_id, limit)
+    host = host_of(request)
+    await rounds.get_round(host.game, round_id)
+    if host.spread is None:
+        entries = await leaderboard.read_board(host.game, round_id, limit)
+    else:  # every partition's top, merged
+        entries = await spread.read_board(host.spread, round_id, limit)
     return {"round_id": round_id, "entries": [views.entry_view(entry) for entry in entries]}
 
 
@@ -220,9 +218,11 @@ async def inspect_job(request: Request, job_id: str, owner: str | None) -> JobIn
     not on that player's lane. A player gets the same answer for both, so another player's job is not
     shown to exist."""
     check_id(job_id, JOB)
+    host = host_of(request)
     try:
+        game = host.game_of(owner) if owner is not None else await host.game_of_job(job_id)
         with translate_errors():
-            info = await host_of(request).game.bus.inspect(job_id)
+            info = await game.bus.inspect(job_id)
     except UnknownJob:
         if owner is None:
             raise
@@ -234,7 +234,8 @@ async def inspect_job(request: Request, job_id: str, owner: str | None) -> JobIn
 
 async def job_json(request: Request, info: JobInfo, *, operator: bool) -> dict[str, Any]:
     """Where the job is, its attempts token and its scored count (the claiming worker for the operator)."""
-    return await job_row(host_of(request).game, info, operator=operator)
+    host = host_of(request)
+    return await job_row(host.game_of_lane(info.lane), info, operator=operator)
 
 
 async def job_row(game: Game, info: JobInfo, *, operator: bool) -> dict[str, Any]:

@@ -47,7 +47,7 @@ class Recover(BaseModel):
 )
 async def new_recovery_code(request: Request, player_id: PlayerId) -> dict[str, Any]:
     """A new recovery code for the caller, shown once; the old code stops working."""
-    code = await recovery.issue(host_of(request).game, player_id)
+    code = await recovery.issue(host_of(request).game_of(player_id), player_id)
     return {"player_id": player_id, "recovery_code": code}
 
 
@@ -60,7 +60,7 @@ async def new_recovery_code(request: Request, player_id: PlayerId) -> dict[str, 
 async def recover(request: Request, body: Recover) -> dict[str, Any]:
     """Trade a recovery code (and, optionally, the player's name) for a new token; the player's other
     tokens stay valid unless ``sign_out_others``."""
-    game = host_of(request).game
+    game = host_of(request).game_of_code(body.code)  # InvalidOption: not a code
     signed = await recovery.sign_in(
         game, body.code, name=body.name or None, everywhere_else=body.sign_out_others
     )

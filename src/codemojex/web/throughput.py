@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from codemojex.errors import CodemojexError
 from codemojex.game import Game, translate_errors
 from codemojex.rounds import server_ms
+from echomq.partitions import AnyBus
 
 log = logging.getLogger("codemojex.web.throughput")
 
@@ -27,8 +28,12 @@ class Sample:
 
 
 class Sampler:
-    def __init__(self, game: Game, every_s: float) -> None:
+    """Samples ``bus`` (a spread game's partitioned bus: every partition's counters summed), else the
+    game's own."""
+
+    def __init__(self, game: Game, every_s: float, bus: AnyBus | None = None) -> None:
         self.game = game
+        self.bus = bus or game.bus
         self.every_s = every_s
         self.samples: deque[Sample] = deque(maxlen=max(2, int(WINDOW_S / every_s)))
         self._last: tuple[int, int] | None = None
@@ -38,7 +43,7 @@ class Sampler:
     async def sample(self) -> None:
         """Take one sample (the first only sets the baseline)."""
         with translate_errors():
-            stats = await self.game.bus.stats(lanes=0)
+            stats = await self.bus.stats(lanes=0)
         now = await server_ms(self.game)
         counts = (stats.counters["admitted"], stats.counters["completed"])
         if self._last is not None:

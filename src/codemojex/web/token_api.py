@@ -39,7 +39,8 @@ def _token(request: Request) -> str:
 async def rotate_token(request: Request) -> dict[str, Any]:
     """A new token for the caller, the presented one revoked in the same step; a retry with the old
     token (lost reply) answers the same new token."""
-    issued = await tokens.rotate(host_of(request).game, _token(request))
+    token = _token(request)
+    issued = await tokens.rotate(host_of(request).game_of_token(token), token)
     if issued is None:
         raise Problem(401, "unauthorized", "that token names no player (expired, revoked or rotated)")
     return {"player_id": issued.player_id, "token": issued.token, "token_expires_ms": issued.expires_ms}
@@ -54,7 +55,8 @@ async def rotate_token(request: Request) -> dict[str, Any]:
 )
 async def revoke_token(request: Request) -> dict[str, Any]:
     """Log out: the presented token names nobody from now on."""
-    player_id = await tokens.revoke(host_of(request).game, _token(request))
+    token = _token(request)
+    player_id = await tokens.revoke(host_of(request).game_of_token(token), token)
     if player_id is None:
         raise Problem(401, "unauthorized", "that token names no player (expired, revoked or rotated)")
     return {"player_id": player_id, "revoked": True}
