@@ -28,6 +28,7 @@ from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig
 from echomq import Settings
 from echomq.cli.env import DEFAULT_URL
+from echomq.partitions import MAX_PARTITIONS
 
 ARGV_ENV = "CODEMOJEX_WEB_ARGV"  # the command line, for each process of --hosts N (uvicorn's workers)
 
@@ -46,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--cluster", action="store_true")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        metavar="P",
+        help="one game spread over tags <tag>.0 ... <tag>.<P-1> (codemojex.spread; default 1: one game)",
+    )
     parser.add_argument("--max-queued", type=int, default=GameSettings().max_queued)
     parser.add_argument("--max-attempts", type=int, default=GameSettings().max_attempts)
     parser.add_argument(
@@ -108,6 +116,7 @@ def _config(args: argparse.Namespace) -> HostConfig:
         redis_url=args.redis_url,
         tag=args.tag,
         cluster=args.cluster,
+        partitions=args.partitions,
         operator_token=os.environ.get("CODEMOJEX_OPERATOR_TOKEN") or None,
         proof=args.proof,
         proof_crash=args.proof and args.proof_crash,
@@ -130,6 +139,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.hosts < 1:
         parser.error("--hosts is at least 1")
+    if not 1 <= args.partitions <= MAX_PARTITIONS:
+        parser.error(f"--partitions is 1 to {MAX_PARTITIONS}")
+    if args.partitions > 1 and args.rounds_by_worker:
+        parser.error(
+            "--partitions opens rounds from the host: give --no-rounds-by-worker (README: Scaling out)"
+        )
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
     options: dict[str, object] = {

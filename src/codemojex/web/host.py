@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from codemojex import placement, players, recovery
-from codemojex.errors import InvalidInput
-from codemojex.game import Game, GameSettings, translate_errors
+from codemojex.errors import InvalidInput, InvalidOption
+from codemojex.game import Game, GameSettings, check_int, translate_errors
 from codemojex.keys import PLAYER
 from codemojex.proof import CALLER_CAP, TOTAL_CAP
 from codemojex.supervisor import WorkerStatus
 from codemojex.web.admission import Limits
 from echomq import Settings
-from echomq.partitions import partition_of
+from echomq.partitions import MAX_PARTITIONS, partition_of
 
 if TYPE_CHECKING:
     from codemojex.spread import SpreadGame
@@ -59,6 +59,11 @@ class HostConfig:
     rounds_by_worker: bool = False
     bus_settings: Settings | None = None
     partitions: int = 1
+
+    def __post_init__(self) -> None:
+        check_int("partitions", self.partitions, 1, MAX_PARTITIONS)
+        if self.partitions > 1 and self.rounds_by_worker:  # a worker's redelivered open would draw anew
+            raise InvalidOption("a spread game's rounds open from the host: rounds_by_worker is one game's")
 
 
 @dataclass(slots=True)
