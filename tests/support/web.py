@@ -195,15 +195,24 @@ def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
 
 
 def worker_process(
-    url: str, tag: str, *, armed: bool = False, lease_ms: int = 1500, url_in_env: bool = False
+    url: str,
+    tag: str,
+    *,
+    armed: bool = False,
+    lease_ms: int = 1500,
+    url_in_env: bool = False,
+    partitions: int = 0,
+    cluster: bool = False,
 ) -> subprocess.Popen[str]:
     """A real ``codemojex worker`` process; ``armed`` arms the proof's requested crash; ``url_in_env``
-    gives it the URL (with a password) as ``REDIS_URL``, not on its command line, as serve does."""
+    gives it the URL (with a password) as ``REDIS_URL``, not on its command line, as serve does;
+    ``partitions``: the worker of a spread game of that many partitions (``cluster``: on a cluster)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop(faults.ENV, None)
     if armed:
         env[faults.ENV] = faults.REQUESTED
     argv = [sys.executable, "-m", "codemojex.cli", "--tag", tag, "--log-level", "WARNING"]
+    argv += ["--cluster"] if cluster else []
     if url_in_env:
         env["REDIS_URL"] = url
     else:
@@ -218,6 +227,7 @@ def worker_process(
         "0.3",
         "--grace",
         "2",
+        *(["--partitions", str(partitions)] if partitions else []),
     ]
     return subprocess.Popen(
         argv,

@@ -89,11 +89,11 @@ def create_app(config: HostConfig) -> FastAPI:
             demo,
             spread,
         )
-        if spread is not None:
-            await _check_layout(spread)
         app.state.host = host
-        host.sampler.start()
         try:
+            if spread is not None:
+                await _check_layout(spread)
+            host.sampler.start()
             yield
         finally:
             await host.hub.close()

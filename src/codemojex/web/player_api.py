@@ -241,12 +241,9 @@ async def job_json(request: Request, info: JobInfo, *, operator: bool) -> dict[s
 async def job_row(game: Game, info: JobInfo, *, operator: bool) -> dict[str, Any]:
     """The job's view in ``game`` (the real one, or the proof's demo game): :func:`views.job_view`."""
     guess_id = guess_of(info.job)
-    with translate_errors():
-        async with game.redis.pipeline(transaction=False) as pipe:
-            pipe.exists(game.keys.guess(guess_id))
-            pipe.time()
-            count, (seconds, micros) = await pipe.execute()
-    now = int(seconds) * 1000 + int(micros) // 1000
+    with translate_errors():  # two calls: a cluster pipeline refuses TIME (it names no key)
+        count = await game.redis.exists(game.keys.guess(guess_id))
+    now = await rounds.server_ms(game)
     return views.job_view(info, guess_id=guess_id, scored_count=int(count), now_ms=now, operator=operator)
 
 
