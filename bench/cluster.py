@@ -37,7 +37,8 @@ from bench.processes import stop
 from bench.queue import LANES, PIPELINE, ROOT, claim_span_ms, enqueue_batched, limit_drain, new_jobs
 from bench.report import Figure, Part, percentile, table
 from codemojex import spread
-from codemojex.spread import SpreadGame, SpreadScoreWorker
+from codemojex.spread import SpreadGame
+from codemojex.spread_jobs import SpreadScoreWorker
 from echomq import Bus, Worker
 from echomq.keyspace import Keyspace
 from echomq.partitions import PartitionedBus, partition_tags

@@ -58,6 +58,7 @@ from codemojex.game import LIBRARY, translate_errors
 from codemojex.keys import GameKeys
 from codemojex.proof import demo_tag
 from echomq.keyspace import Keyspace
+from echomq.partition_layout import partition_tags
 from echomq.scripts import ECHOMQ, Library
 
 HOST, WORKER, OPERATOR, ADMIN = "host", "worker", "operator", "admin"
@@ -106,10 +107,13 @@ def user_name(role: str, tag: str) -> str:
     return f"cmx-{role}-{GameKeys(tag).tag}"
 
 
-def rules(role: str, tag: str) -> Rules:
+def rules(role: str, tag: str, partitions: int = 1) -> Rules:
     """The rules of ``role`` (host, worker, operator) for the game on bus ``tag`` and the proof's demo
-    game beside it (``<tag>.proof``, :mod:`codemojex.proof`), whose secrets are kept from the host alike."""
-    games = (GameKeys(tag), GameKeys(demo_tag(tag)))
+    game beside it (``<tag>.proof``, :mod:`codemojex.proof`), whose secrets are kept from the host alike.
+    A game spread over ``partitions`` > 1 (:mod:`codemojex.spread`) is on the tags ``<tag>.0`` ...
+    ``<tag>.<P-1>``, each named (no pattern over ``<tag>.*``, which would match other tags too)."""
+    tags = [tag] if partitions == 1 else partition_tags(tag, partitions)
+    games = (*(GameKeys(one) for one in tags), GameKeys(demo_tag(tag)))
     public = tuple(pattern for game in games for pattern in (game.pattern, Keyspace(game.tag).pattern))
     if role == HOST:
         return Rules(user_name(role, tag), public, (*CONNECTION, *DATA, *RUN_SCRIPTS))
@@ -128,11 +132,11 @@ def new_passwords(roles: tuple[str, ...] = (*ROLES, ADMIN)) -> dict[str, str]:
     return {role: secrets.token_urlsafe(32) for role in roles}
 
 
-def config_lines(tag: str, passwords: Mapping[str, str]) -> list[str]:
+def config_lines(tag: str, passwords: Mapping[str, str], partitions: int = 1) -> list[str]:
     """``user`` directives of a redis.conf: the default user off, an admin user (everything) and the
     game's users, passwords as SHA-256."""
     admin = f"user {user_name(ADMIN, tag)} reset on #{password_hash(passwords[ADMIN])} ~* &* +@all"
-    game = [_directive(rules(role, tag), passwords[role]) for role in ROLES]
+    game = [_directive(rules(role, tag, partitions), passwords[role]) for role in ROLES]
     return ["user default reset off", admin, *game]
 
 
@@ -140,13 +144,13 @@ def _directive(rule: Rules, password: str) -> str:
     return " ".join(["user", rule.user, *rule.setuser_args(password)])
 
 
-async def provision(admin: Any, tag: str, passwords: Mapping[str, str]) -> list[str]:
+async def provision(admin: Any, tag: str, passwords: Mapping[str, str], partitions: int = 1) -> list[str]:
     """Create or reset the game's users on the server of ``admin`` (a client allowed ``ACL``); the
     users set. Call on each node of a cluster."""
     done = []
     with translate_errors():
         for role in ROLES:
-            rule = rules(role, tag)
+            rule = rules(role, tag, partitions)
             await admin.execute_command("ACL", "SETUSER", rule.user, *rule.setuser_args(passwords[role]))
             done.append(rule.user)
     return done

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from codemojex import errors, rounds
@@ -93,6 +95,20 @@ async def close_round(game: Game, round_id: str) -> int:
 async def handle(game: Game, job: Job) -> bytes:
     """Run the command of ``job`` (the worker's side); its JSON result. A payload the host would never
     write is :class:`~echomq.Permanent`; Redis unreachable raises (the job is retried)."""
+
+    async def close(round_id: str, operation: str) -> int:
+        return await rounds.close_round(game, round_id, operation=operation)
+
+    return await run_command(job, functools.partial(_open, game), close)
+
+
+async def run_command(
+    job: Job,
+    opener: Callable[[str, dict[str, Any]], Awaitable[str]],
+    closer: Callable[[str, str], Awaitable[int]],
+) -> bytes:
+    """:func:`handle` with the game's own open (round id, checked options) and close (round id,
+    operation): one game's, or a spread game's (:mod:`codemojex.spread_jobs`)."""
     try:
         command = json.loads(job.payload)
         op, round_id = command["op"], check_id(command["round"], ROUND)
@@ -100,10 +116,13 @@ async def handle(game: Game, job: Job) -> bytes:
         raise Permanent(f"not an operator command: {exc}") from None
     try:
         if op == "open":
-            return _ok({"round_id": await _open(game, round_id, command.get("spec") or {})})
+            spec = command.get("spec") or {}
+            if not isinstance(spec, dict) or set(spec) - set(OPEN_OPTIONS):
+                raise errors.InvalidOption(f"round options are {', '.join(OPEN_OPTIONS)}")
+            return _ok({"round_id": await opener(round_id, spec)})
         if op == "close":
             operation = check_id(command.get("operation"), OPERATION)
-            return _ok({"closed_ms": await rounds.close_round(game, round_id, operation=operation)})
+            return _ok({"closed_ms": await closer(round_id, operation)})
     except errors.Unavailable:
         raise
     except errors.CodemojexError as exc:
@@ -111,12 +130,10 @@ async def handle(game: Game, job: Job) -> bytes:
     raise Permanent(f"no operator command {op!r}")
 
 
-async def _open(game: Game, round_id: str, spec: Any) -> str:
+async def _open(game: Game, round_id: str, spec: dict[str, Any]) -> str:
     with contextlib.suppress(errors.UnknownRound):
         await rounds.get_round(game, round_id)
         return round_id  # an earlier delivery of this job opened it
-    if not isinstance(spec, dict) or set(spec) - set(OPEN_OPTIONS):
-        raise errors.InvalidOption(f"round options are {', '.join(OPEN_OPTIONS)}")
     opened = await rounds.open_round(game, round_id=round_id, **spec)
     return opened.id
 

@@ -46,7 +46,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from codemojex import codes, leaderboard, placement, players, ranking, round_jobs, rounds
+from codemojex import codes, leaderboard, placement, players, ranking, rounds
 from codemojex import keyboard as kb
 from codemojex.engine import LENGTH
 from codemojex.errors import InvalidOption, NameTaken, RoundClosed, UnknownRound
@@ -56,8 +56,7 @@ from codemojex.guesses import submit as submit_one
 from codemojex.keys import OPERATION, PLAYER, ROUND, check_id
 from codemojex.names import check_name, skeleton, variants
 from codemojex.players import Player
-from codemojex.score_worker import ScoreWorker
-from echomq import Finish, Job, Permanent, ids
+from echomq import ids
 from echomq.core import Settings
 from echomq.partitions import PartitionedBus, partition_of
 
@@ -294,20 +293,6 @@ async def submit(
     """:func:`codemojex.guesses.submit` in the player's partition: one script, the same answers."""
     await spread.check_layout()
     return await submit_one(spread.game_of(player_id), round_id, player_id, guess, job_id=job_id)
-
-
-class SpreadScoreWorker:
-    """``SpreadScoreWorker(spread).handle`` is the handler of an :class:`echomq.Worker` on
-    ``spread.pbus``: each job is scored by its lane's partition (a :class:`ScoreWorker` each)."""
-
-    def __init__(self, spread: SpreadGame) -> None:
-        self.spread = spread
-        self.workers = [ScoreWorker(game) for game in spread.games]
-
-    async def handle(self, job: Job) -> Finish | bytes:
-        if job.lane == round_jobs.LANE:  # a redelivered open would draw another secret for the rest
-            raise Permanent("the operator's round commands are not spread: use codemojex.spread")
-        return await self.workers[partition_of(job.lane, len(self.workers))].handle(job)
 
 
 async def read_board(spread: SpreadGame, round_id: str, limit: int = 100) -> list[leaderboard.Entry]:

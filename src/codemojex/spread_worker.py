@@ -19,7 +19,8 @@ import logging
 from codemojex.access import load_scripts
 from codemojex.game import Game
 from codemojex.refunds import Refunder
-from codemojex.spread import SpreadGame, SpreadScoreWorker, reveal_closed
+from codemojex.spread import SpreadGame, reveal_closed
+from codemojex.spread_jobs import SpreadScoreWorker
 from codemojex.trials import Expirer
 from codemojex.upkeep import Upkeep
 from echomq import Job, Worker

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import signal
@@ -23,8 +22,9 @@ from codemojex.errors import CodemojexError, InvalidInput, NameTaken, RoundClose
 from codemojex.guesses import Outcome, Refusal
 from codemojex.keys import guess_of
 from codemojex.leaderboard import recompute
-from codemojex.spread import SpreadGame, SpreadScoreWorker
-from echomq import Job, Permanent, Worker, ids
+from codemojex.spread import SpreadGame
+from codemojex.spread_jobs import SpreadScoreWorker
+from echomq import Worker, ids
 from echomq.testing.cluster import RedisClusterProcesses
 from echomq.testing.reshard import slot_owner
 from tests.support.cluster import move_slot, slot_master, spread_tag
@@ -337,19 +337,6 @@ async def test_the_worker_command_scores_a_spread_game_and_refunds_a_dead_guess_
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0, log.read_text()
     assert [entry.standing for entry in await spread.read_board(spread_game, round_id)] == recompute(records)
-
-
-async def test_an_operator_command_on_a_spread_bus_is_dead_lettered_not_run_in_one_partition(spread_game):
-    """The operator's round jobs (codemojex.round_jobs) would open a round in one partition (and a
-    redelivery draw another secret): the spread handler refuses them for good, nothing opened."""
-    job = ids.mint("JOB")
-    command = {"op": "open", "round": ids.mint("RND"), "spec": {}}
-    await spread_game.pbus.enqueue(job, lane="operator", payload=json.dumps(command).encode())
-    [claim] = (await spread_game.pbus.claim_batch(1)).jobs
-    with pytest.raises(Permanent):
-        await SpreadScoreWorker(spread_game).handle(Job(claim))
-    for game in spread_game.games:
-        assert await game.redis.exists(game.keys.round(command["round"])) == 0
 
 
 async def _state(bus, job: str, state: str) -> bool:

@@ -16,13 +16,14 @@ from echomq.testing.server import RedisProcess
 
 
 class Acl:
-    """A redis-server whose users are the game's on ``tag`` (default user off), and their URLs."""
+    """A redis-server whose users are the game's on ``tag`` (default user off), and their URLs; a game
+    spread over ``partitions`` > 1 has its users' keys on every partition's tag."""
 
-    def __init__(self, folder: Path, tag: str) -> None:
+    def __init__(self, folder: Path, tag: str, partitions: int = 1) -> None:
         self.tag = tag
         self.passwords = access.passwords_at(folder / "redis-users.json")
         config = folder / "redis.conf"
-        config.write_text("\n".join(access.config_lines(tag, self.passwords)) + "\n")
+        config.write_text("\n".join(access.config_lines(tag, self.passwords, partitions)) + "\n")
         admin = (access.user_name(access.ADMIN, tag), self.passwords[access.ADMIN])
         self.server = RedisProcess(folder / "data", appendonly=False, config=config, probe_user=admin)
 

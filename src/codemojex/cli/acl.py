@@ -9,7 +9,9 @@ scripts; then give each process its URL (the passwords are in FILE)::
     CODEMOJEX_HOST_URL=redis://cmx-host-cm:<pw>@host:6379/0     # the web host
     CODEMOJEX_WORKER_URL=redis://cmx-worker-cm:<pw>@host:6379/0 # the score worker (in its environment)
 
-On a cluster, apply on each node (``ACL SETUSER`` is not propagated).
+On a cluster, apply on each node (``ACL SETUSER`` is not propagated). A game spread over P partitions
+(``--partitions P``, :mod:`codemojex.spread`): the users' keys are those of the tags ``<tag>.0`` ...
+``<tag>.<P-1>``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from codemojex import access
+from codemojex.cli.arguments import count
 from codemojex.cli.commands import Result
 from codemojex.game import Game
+from echomq.partitions import MAX_PARTITIONS
 
 
 async def acl_run(game: Game, args: argparse.Namespace) -> Result:
@@ -28,15 +32,21 @@ async def acl_run(game: Game, args: argparse.Namespace) -> Result:
     tag = game.bus.tag
     commands = [
         ["ACL", "SETUSER", rule.user, *rule.setuser_args(passwords[role])]
-        for role, rule in ((role, access.rules(role, tag)) for role in access.ROLES)
+        for role, rule in ((role, access.rules(role, tag, args.partitions)) for role in access.ROLES)
     ]
     applied: list[str] = []
     if args.apply:
-        applied = await access.provision(game.redis, tag, passwords)
+        applied = await access.provision(game.redis, tag, passwords, args.partitions)
         await access.load_scripts(game.redis)
     users = {role: access.user_name(role, tag) for role in access.ROLES}
     shown = [" ".join(command) for command in commands]
-    data = {"tag": tag, "users": users, "passwords_file": str(args.passwords), "applied": bool(applied)}
+    data = {
+        "tag": tag,
+        "partitions": args.partitions,
+        "users": users,
+        "passwords_file": str(args.passwords),
+        "applied": bool(applied),
+    }
     data["commands"] = shown
     lines = list(shown) if not applied else [f"set up {', '.join(applied)} on bus {tag}"]
     lines.append(f"# passwords (role -> password) in {args.passwords}, mode 0600")
@@ -54,4 +64,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         default="redis-users.json",
         metavar="FILE",
         help="the users' passwords (JSON, role -> password), made with mode 0600 if missing",
+    )
+    command.add_argument(
+        "--partitions",
+        type=count(1, MAX_PARTITIONS),
+        default=1,
+        metavar="P",
+        help="the game is spread over tags <tag>.0 ... <tag>.<P-1> (codemojex.spread; default 1)",
     )

@@ -141,10 +141,6 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--hosts is at least 1")
     if not 1 <= args.partitions <= MAX_PARTITIONS:
         parser.error(f"--partitions is 1 to {MAX_PARTITIONS}")
-    if args.partitions > 1 and args.rounds_by_worker:
-        parser.error(
-            "--partitions opens rounds from the host: give --no-rounds-by-worker (README: Scaling out)"
-        )
     # loop="asyncio", not uvloop: see codemojex.serve (uvloop's closed-transport RuntimeError is not a
     # ConnectionError to redis-py, so a Redis restart would answer 500 instead of 503).
     options: dict[str, object] = {

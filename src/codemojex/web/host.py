@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from codemojex import placement, players, recovery
-from codemojex.errors import InvalidInput, InvalidOption
+from codemojex.errors import InvalidInput
 from codemojex.game import Game, GameSettings, check_int, translate_errors
 from codemojex.keys import PLAYER
 from codemojex.proof import CALLER_CAP, TOTAL_CAP
@@ -62,8 +62,6 @@ class HostConfig:
 
     def __post_init__(self) -> None:
         check_int("partitions", self.partitions, 1, MAX_PARTITIONS)
-        if self.partitions > 1 and self.rounds_by_worker:  # a worker's redelivered open would draw anew
-            raise InvalidOption("a spread game's rounds open from the host: rounds_by_worker is one game's")
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemojex import refunds, round_jobs, rounds, spread
+from codemojex import refunds, round_jobs, rounds, spread, spread_jobs
 from codemojex.errors import UnknownJob
 from codemojex.game import Game, translate_errors
 from codemojex.keys import JOB, ROUND, check_id
@@ -54,8 +54,9 @@ async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
     """A new round with a fresh secret drawn with a CSPRNG."""
     host = host_of(request)
     prices = None if spec.prices is None else [(p.currency, p.amount) for p in spec.prices]
-    if host.spread is not None:
-        the_round = await spread.open_round(
+    if host.spread is not None:  # every partition (by the worker: codemojex.spread_jobs)
+        spread_opener = spread_jobs.open_round if host.config.rounds_by_worker else spread.open_round
+        the_round = await spread_opener(
             host.spread, keyboard=spec.keyboard, size=spec.size, prices=prices, delay_s=spec.delay_s,
             duration_s=spec.duration_s, max_guesses=spec.max_guesses,
         )  # fmt: skip
@@ -79,7 +80,8 @@ async def open_round(request: Request, spec: OpenRound) -> dict[str, Any]:
 async def close_round(request: Request, round_id: str) -> dict[str, Any]:
     host = host_of(request)
     if host.spread is not None:
-        closed = await spread.close_round(host.spread, check_id(round_id, ROUND))
+        spread_closer = spread_jobs.close_round if host.config.rounds_by_worker else spread.close_round
+        closed = await spread_closer(host.spread, check_id(round_id, ROUND))
         return {"round_id": round_id, "closed_ms": closed}
     closer = round_jobs.close_round if host.config.rounds_by_worker else rounds.close_round
     closed = await closer(host.game, round_id)
