@@ -241,9 +241,7 @@ def test_a_spread_host_of_another_partition_count_does_not_start(spread_config):
         run(start(dataclasses.replace(spread_config, partitions=4)))
 
 
-def test_a_spread_game_refuses_rounds_by_worker_and_bad_partition_counts(redis_server, tag):
-    with pytest.raises(InvalidOption):
-        HostConfig(redis_url=redis_server.url, tag=tag, partitions=3, rounds_by_worker=True)
+def test_a_host_refuses_a_bad_partition_count(redis_server, tag):
     for bad in (0, 1025, True):
         with pytest.raises(InvalidOption):
             HostConfig(redis_url=redis_server.url, tag=tag, partitions=bad)
