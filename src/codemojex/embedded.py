@@ -157,7 +157,9 @@ def _close_server_files(data_dir: Path) -> None:
             item.chmod(0o700 if item.is_dir() else 0o600)
 
 
-def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> RedisProcess:
+def embedded_redis(
+    data_dir: Path, tag: str = "cm", port: int | None = None, *, partitions: int = 1
+) -> RedisProcess:
     """The embedded server on ``data_dir`` (AOF on), not yet started, with the users of the game on
     ``tag`` (:func:`embedded_passwords`), on ``port`` (None: a free one); refuses a folder a live
     redis-server still uses."""
@@ -172,7 +174,8 @@ def embedded_redis(data_dir: Path, tag: str = "cm", port: int | None = None) -> 
     passwords = embedded_passwords(data_dir)
     config = data_dir.resolve() / CONFIG_FILE
     header = "# written by codemojex serve at each start (codemojex.access); edits are lost\n"
-    access.write_private(config, header + "\n".join(access.config_lines(tag, passwords)) + "\n")
+    lines = access.config_lines(tag, passwords, partitions)
+    access.write_private(config, header + "\n".join(lines) + "\n")
     return RedisProcess(
         data_dir.resolve(),
         port=port,

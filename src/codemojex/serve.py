@@ -86,6 +86,7 @@ class ServeOptions:
     limit_concurrency: int = 2000  # open connections and tasks uvicorn takes (then 503)
     keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
     hosts: int = 1  # web host processes on the port: serve's own and hosts - 1 more (codemojex.web.hosts)
+    partitions: int = 1  # one game spread over P tags (codemojex.spread; README "Scaling out")
     rounds: schedule.RoundSettings = field(default_factory=lambda: schedule.RoundSettings(on=True))
 
 
@@ -132,14 +133,14 @@ def _start_embedded(options: ServeOptions) -> Any:
     """The folder's embedded Redis, started on the port it had last when that is free (else on a free
     one, remembered for the next start)."""
     kept = free_kept_port(options.data_dir)
-    redis_server = embedded_redis(options.data_dir, options.tag, port=kept)
+    redis_server = embedded_redis(options.data_dir, options.tag, port=kept, partitions=options.partitions)
     try:
         redis_server.start()
     except ServerError:
         if kept is None:
             raise
         _say(f"port {kept} was taken meanwhile: starting the embedded redis-server on another one")
-        redis_server = embedded_redis(options.data_dir, options.tag)
+        redis_server = embedded_redis(options.data_dir, options.tag, partitions=options.partitions)
         redis_server.start()
     remember_port(options.data_dir, redis_server.port)
     return redis_server
@@ -191,12 +192,15 @@ async def serve(options: ServeOptions) -> int:
             logins = access.Credentials.from_env(url)
         token = operator_token(options.data_dir, options.operator_token)
         the_round = await _ensure_round(logins.admin, options.tag, options.rounds)
-        supervisor = WorkerSupervisor(logins.worker, tag=options.tag, concurrency=options.concurrency)
+        supervisor = WorkerSupervisor(
+            logins.worker, tag=options.tag, concurrency=options.concurrency, partitions=options.partitions
+        )
         runner = ProofRunner(logins.worker, options.tag, crash=options.proof_crash) if options.proof else None
         config = HostConfig(
             redis_url=logins.host,
             rounds_by_worker=logins.least_privilege,
             tag=options.tag,
+            partitions=options.partitions,
             operator_token=token,
             proof=options.proof,
             proof_crash=options.proof and options.proof_crash,
@@ -245,6 +249,7 @@ async def serve(options: ServeOptions) -> int:
                     redis_url=logins.host,
                     operator_token=token,
                     tag=options.tag,
+                    partitions=options.partitions,
                     limits=options.limits,
                     rounds_by_worker=logins.least_privilege,
                     proof=options.proof,

@@ -59,6 +59,7 @@ class WorkerSupervisor:
         fault_points: tuple[str, ...] = (),
         name: str = "score worker",
         bus: Settings | None = None,
+        partitions: int = 1,
     ) -> None:
         self.name = name
         self.argv = [
@@ -69,6 +70,7 @@ class WorkerSupervisor:
             "--lease-ms", str(WORKER_LEASE_MS),
             "--sweep-every", str(WORKER_SWEEP_S),
             "--grace", str(WORKER_GRACE_S),
+            *(["--partitions", str(partitions)] if partitions > 1 else []),
         ]  # fmt: skip
         if bus is not None:  # the bus's retention, as the host's (the proof's demo bus: proof.DEMO_BUS)
             self.argv += [

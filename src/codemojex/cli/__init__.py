@@ -84,6 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
         limit_concurrency=args.limit_concurrency,
         keep_alive_s=args.keep_alive,
         hosts=args.hosts,
+        partitions=args.partitions,
         rounds=RoundSettings(
             on=args.schedule,
             duration_s=args.round_duration,

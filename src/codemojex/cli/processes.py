@@ -10,6 +10,7 @@ from typing import Any
 
 from codemojex.cli.arguments import count, port, seconds
 from codemojex.conformance import KINDS
+from echomq.partitions import MAX_PARTITIONS
 
 
 def _network(text: str) -> str:
@@ -41,6 +42,13 @@ def add_serve(sub: Any, common: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="web host processes sharing the port (default 1): more cores for the web tier",
+    )
+    serve.add_argument(
+        "--partitions",
+        type=count(1, MAX_PARTITIONS),
+        default=1,
+        metavar="P",
+        help="one game spread over tags <tag>.0 ... <tag>.<P-1> (README: Scaling out; default 1)",
     )
     serve.add_argument(
         "--no-proof",

@@ -51,6 +51,7 @@ def start(
     operator_token: str | None,
     tag: str,
     limits: Limits,
+    partitions: int = 1,
     rounds_by_worker: bool,
     proof: bool,
     proof_crash: bool,
@@ -64,6 +65,7 @@ def start(
     if operator_token:
         env["CODEMOJEX_OPERATOR_TOKEN"] = operator_token
     argv = [sys.executable, "-m", "codemojex.web", "--fd", str(fd), "--tag", tag]
+    argv += ["--partitions", str(partitions)]
     argv += ["--rounds-by-worker" if rounds_by_worker else "--no-rounds-by-worker"]
     argv += ["--limit-concurrency", str(limit_concurrency), "--keep-alive", str(keep_alive_s)]
     argv += ["--proof"] if proof else []
