@@ -92,14 +92,22 @@ async def authenticate(game: Game, token: str) -> str | None:
 async def holder(game: Game, digest: str) -> str | None:
     """The id of the player the token of SHA-256 ``digest`` names, or None (a stream ticket keeps the
     digest of the token that asked for it: :mod:`codemojex.web.events`)."""
+    return (await holders(game, [digest]))[digest]
+
+
+async def holders(game: Game, digests: list[str]) -> dict[str, str | None]:
+    """:func:`holder` of each digest, in one pipeline (the events hub's check of its streams)."""
     keys = game.keys
     with translate_errors():
         async with game.redis.pipeline(transaction=False) as pipe:
-            pipe.get(keys.token(digest))
-            pipe.hget(keys.tokens, digest)
-            current, legacy = await pipe.execute()
-    raw = current or legacy
-    return None if raw is None else bytes(raw).decode()
+            for digest in digests:
+                pipe.get(keys.token(digest))
+                pipe.hget(keys.tokens, digest)
+            replies = await pipe.execute()
+    return {
+        digest: bytes(current or legacy).decode() if (current or legacy) else None
+        for digest, current, legacy in zip(digests, replies[::2], replies[1::2], strict=True)
+    }
 
 
 def _call(

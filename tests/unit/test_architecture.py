@@ -200,5 +200,5 @@ def test_find_cycle_names_the_circle_or_none():
 def test_the_import_graph_counts_type_checking_imports_and_resolves_from_imports():
     graph = import_graph("codemojex")
     assert "codemojex.web.hub" in graph["codemojex.web.host"]  # under `if TYPE_CHECKING:`
-    assert "codemojex.web.views" in graph["codemojex.web.hub"]  # `from codemojex.web import views`
+    assert "codemojex.web.views" in graph["codemojex.web.notices"]  # `from codemojex.web import views`
     assert "codemojex.conformance" in graph["codemojex.cli.processes"]  # `... conformance import KINDS`

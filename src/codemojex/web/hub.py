@@ -45,13 +45,13 @@ import asyncio
 import contextlib
 import logging
 
-from codemojex import history, leaderboard, placement, rounds
+from codemojex import history, leaderboard, placement, rounds, tokens
 from codemojex.errors import CodemojexError, NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.rounds import RoundStatus
 from codemojex.spread import SpreadGame, read_board
-from codemojex.web import views
 from codemojex.web.admission import Limits
+from codemojex.web.notices import board_event, closed_event, scored_event, solved_event
 from codemojex.web.subscribers import Event, Subscriber, TooManyStreams
 
 log = logging.getLogger("codemojex.web.hub")
@@ -60,11 +60,6 @@ BLOCK_MS = 1000  # under redis-py's default socket timeout (5 s); a new round jo
 BOARD_SHOWN = 20
 CLOSE_WAIT_MS = 5000  # after a close (and the conclusion's grace, with guesses queued), streams end anyway
 SOLVERS_READ = 1000  # the board read for a solve notice whose solver is past the shown top
-
-
-def closed_event(summary: history.Summary) -> Event:
-    """The ``closed`` event of a concluded round: its summary (secret, winners, counts)."""
-    return ("closed", views.summary_view(summary))
 
 
 def _bump(counts: dict[str, int], key: str, delta: int) -> None:
@@ -238,7 +233,7 @@ class Hub:
             by_game.setdefault(placement.partition_of_digest(digest, len(self.games)), []).append(digest)
         names: dict[str, str | None] = {}
         for p, some in by_game.items():
-            names.update(await _holders(self.games[p], some))
+            names.update(await tokens.holders(self.games[p], some))
         for subscriber in checked:
             if names.get(subscriber.token_digest or "") != subscriber.player_id:
                 subscriber.end(("revoked", {"round_id": subscriber.round_id}))
@@ -262,16 +257,7 @@ class Hub:
                 continue
             if fields.get(b"newly") == b"1":
                 solvers[fields[b"player"].decode()] = int(fields.get(b"attempts", b"0"))
-            event: Event = (
-                "scored",
-                {
-                    "round_id": round_id,
-                    "job_id": fields.get(b"job", b"").decode(),
-                    "guess_id": fields[b"guess"].decode(),
-                    "code": fields[b"code"].decode(),
-                    "solved": fields.get(b"solved") == b"true",
-                },
-            )
+            event = scored_event(round_id, fields)
             player = fields[b"player"].decode()
             for subscriber in list(self.rounds.get(round_id, ())):
                 if subscriber.player_id == player:
@@ -285,10 +271,7 @@ class Hub:
 
     async def _publish_board(self, round_id: str, solvers: dict[str, int] | None = None) -> None:
         entries = await self._board(round_id, BOARD_SHOWN)
-        event: Event = (
-            "leaderboard",
-            {"round_id": round_id, "entries": [views.entry_view(e) for e in entries]},
-        )
+        event = board_event(round_id, entries)
         for subscriber in list(self.rounds.get(round_id, ())):
             subscriber.offer(event)
         if solvers:
@@ -304,17 +287,7 @@ class Hub:
             entries = await self._board(round_id, SOLVERS_READ)
         found = {entry.standing.player: entry for entry in entries}
         for player, attempts in solvers.items():
-            entry = found.get(player)
-            notice: Event = (
-                "solved",
-                {
-                    "round_id": round_id,
-                    "player_id": player,
-                    "name": entry.name if entry else "?",
-                    "attempts": entry.standing.attempts if entry else attempts,
-                    "rank": entry.rank if entry else None,
-                },
-            )
+            notice = solved_event(round_id, player, attempts, found.get(player))
             for subscriber in list(self.rounds.get(round_id, ())):
                 subscriber.offer(notice)
 
@@ -333,18 +306,3 @@ class Hub:
         for reader in self.readers:
             if reader is not self.game:
                 await reader.aclose()
-
-
-async def _holders(game: Game, digests: list[str]) -> dict[str, str | None]:
-    """Whom each token (by digest) of ``game`` names now: one pipeline."""
-    keys = game.keys
-    with translate_errors():
-        async with game.redis.pipeline(transaction=False) as pipe:
-            for digest in digests:
-                pipe.get(keys.token(digest))
-                pipe.hget(keys.tokens, digest)
-            replies = await pipe.execute()
-    return {
-        digest: bytes(current or legacy).decode() if (current or legacy) else None
-        for digest, current, legacy in zip(digests, replies[::2], replies[1::2], strict=True)
-    }
