@@ -36,6 +36,23 @@ def _owner(cluster, key: str) -> int:
     return cluster.ports[min(2, slot // (16384 // 3))]
 
 
+@pytest.mark.parametrize("cli", [True, False], ids=["redis-cli", "commands"])
+def test_the_fixture_forms_the_same_cluster_by_redis_cli_or_by_its_commands(cli):
+    """Three masters in slot order (every slot served), one replica each, replica i of master i % 3:
+    what `redis-cli --cluster create` makes, and what the fixture makes without it."""
+    with RedisClusterProcesses(3, replicas=1, cli=cli) as nodes, redis.Redis(port=nodes.ports[0]) as client:
+        slots = sorted(
+            (int(start), int(end), int(owner[1])) for start, end, owner, *_ in client.cluster("slots")
+        )
+        assert [owner for _, _, owner in slots] == nodes.ports
+        assert slots[0][0] == 0
+        assert slots[-1][1] == 16383
+        assert all(slots[i][1] + 1 == slots[i + 1][0] for i in range(2))
+        for i, port in enumerate(nodes.replica_ports):
+            with redis.Redis(port=port) as replica:
+                assert int(replica.info("replication")["master_port"]) == nodes.ports[i % 3]
+
+
 def test_the_chosen_tags_live_on_different_nodes(cluster):
     """The test tags spread over the nodes, so the scripts below run on more than one of them."""
     owners = {_owner(cluster, Bus.from_url("redis://x", tag=tag).keys.ring) for tag in TAGS}

