@@ -301,7 +301,10 @@ class Admission:
         else:
             kind, per_address, per_player = buckets.READ, limits.read_per_address, limits.read_per_player
         try:
-            game = scope["app"].state.host.game_of_token(token)  # a player's buckets are in their partition
+            host = scope["app"].state.host
+            # A player's buckets are in their partition; an anonymous class's (per address only) in the
+            # home game whatever bearer header it carries, else a made-up token picks a fresh bucket.
+            game = host.game if per_player is None else host.game_of_token(token)
             refused = await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
         except CodemojexError as exc:
             if kind == buckets.READ:
