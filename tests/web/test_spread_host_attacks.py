@@ -4,18 +4,15 @@ spread host answering otherwise than the one-game host for the same requests."""
 
 from __future__ import annotations
 
-import dataclasses
-import zlib
 from typing import Any
 
-import httpx
 import pytest
 
-from codemojex import names, placement, players
+from codemojex import placement, players
 from codemojex.web import HostConfig
 from codemojex.web.admission import Limits
 from codemojex.web.buckets import Rate
-from tests.support.web import OPERATOR, Served, error_code
+from tests.support.web import OPERATOR, Served
 
 P = 3
 NAMES = [f"Pl{i}" for i in range(60)]
