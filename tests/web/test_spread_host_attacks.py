@@ -12,7 +12,7 @@ from codemojex import placement, players
 from codemojex.web import HostConfig
 from codemojex.web.admission import Limits
 from codemojex.web.buckets import Rate
-from tests.support.web import OPERATOR, Served
+from tests.support.web import OPERATOR, Served, error_code
 
 P = 3
 NAMES = [f"Pl{i}" for i in range(60)]
@@ -73,3 +73,46 @@ def test_a_recovery_sign_in_cannot_pick_its_rate_bucket_with_a_made_up_bearer_to
             statuses.append(reply.status_code)
     assert statuses.count(401) == 2, statuses
     assert set(statuses) == {401, 429}
+
+
+@pytest.mark.parametrize("partitions", [1, P])
+def test_public_reads_cannot_pick_their_address_bucket_with_made_up_bearer_tokens(
+    serve_app, redis_server, tag, partitions
+):
+    """A read's address bucket is one per address however many partitions: made-up tokens of each
+    partition's digest (each naming nobody) must not multiply an address's reads by P (the board and
+    the metrics read every partition, so that would be P squared calls)."""
+    host = serve_app(_config(redis_server, tag, partitions, read_per_address=Rate(4, 3_600_000)))
+    statuses = []
+    for i in range(4 * P):
+        with host.client(_crafted(i % P)) as anon:
+            statuses.append(anon.get("/api/lobby").status_code)
+    assert statuses.count(200) == 4, statuses
+    assert set(statuses) == {200, 429}
+
+
+@pytest.mark.parametrize("partitions", [1, P])
+def test_a_players_reads_still_count_in_their_own_bucket_and_their_addresss(
+    serve_app, redis_server, tag, partitions
+):
+    """The player's read bucket follows the player (in their partition), the address's the address; a
+    request the player's bucket refuses costs the address nothing, as on one game."""
+    host = serve_app(
+        _config(
+            redis_server,
+            tag,
+            partitions,
+            read_per_player=Rate(3, 3_600_000),
+            read_per_address=Rate(5, 3_600_000),
+        )
+    )
+    tokens = []
+    for name in ("Ada", "Bob"):
+        with host.client() as anon:
+            tokens.append(anon.post("/api/players", json={"name": name}).json()["token"])
+    with host.client(tokens[0]) as ada, host.client(tokens[1]) as bob:
+        first = [ada.get("/api/me").status_code for _ in range(4)]
+        assert first == [200, 200, 200, 429]
+        assert error_code(ada.get("/api/me")) == "rate_limited"
+        second = [bob.get("/api/me").status_code for _ in range(3)]
+    assert second == [200, 200, 429]  # the address's five: Ada's three, Bob's two

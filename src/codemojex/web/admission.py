@@ -40,7 +40,7 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -51,6 +51,9 @@ from codemojex.web.buckets import Rate
 from codemojex.web.guess_path import ANSWERED, CHARGED, GuessPath
 from codemojex.web.limits import read_ahead, timed
 from codemojex.web.problems import body
+
+if TYPE_CHECKING:
+    from codemojex.web.host import Host
 
 log = logging.getLogger("codemojex.web.admission")
 
@@ -302,10 +305,7 @@ class Admission:
             kind, per_address, per_player = buckets.READ, limits.read_per_address, limits.read_per_player
         try:
             host = scope["app"].state.host
-            # A player's buckets are in their partition; an anonymous class's (per address only) in the
-            # home game whatever bearer header it carries, else a made-up token picks a fresh bucket.
-            game = host.game if per_player is None else host.game_of_token(token)
-            refused = await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
+            refused = await self._take(host, kind, address, per_address, token=token, per_player=per_player)
         except CodemojexError as exc:
             if kind == buckets.READ:
                 log.warning("rate limiter failed (%s): letting a read through", exc)
@@ -318,3 +318,21 @@ class Admission:
         message = f"too many {kind} requests from this {refused.scope}: retry in {refused.retry_after_s} s"
         await send_problem(send, 429, "rate_limited", message, refused.retry_after_s)
         return False
+
+    @staticmethod
+    async def _take(
+        host: Host, kind: str, address: str, per_address: Rate, *, token: str | None, per_player: Rate | None
+    ) -> buckets.Refused | None:
+        """The request's buckets. On a spread host the address's is in the home game, whatever bearer
+        header comes with it (else a made-up token of each partition's digest buys a fresh one in each:
+        P times the limit), and the player's in their partition, taken first, so that a request the
+        player's bucket refuses costs the address nothing (one call more than on one game). A guess's
+        are both in the player's partition, as the one-call path's (README "Scaling out")."""
+        home = host.game
+        if host.spread is None or token is None or per_player is None:
+            return await buckets.take(home, kind, address, per_address, token=token, per_player=per_player)
+        game = host.game_of_token(token)
+        if kind == buckets.GUESS:
+            return await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
+        refused = await buckets.take(game, kind, address, None, token=token, per_player=per_player)
+        return refused or await buckets.take(home, kind, address, per_address)
