@@ -12,7 +12,16 @@ from codemojex import placement, players
 from codemojex.web import HostConfig
 from codemojex.web.admission import Limits
 from codemojex.web.buckets import Rate
-from tests.support.web import OPERATOR, Served, error_code
+from tests.support.web import (
+    FRUIT,
+    OPERATOR,
+    Served,
+    error_code,
+    open_round,
+    stop_worker,
+    wait_until,
+    worker_process,
+)
 
 P = 3
 NAMES = [f"Pl{i}" for i in range(60)]
@@ -116,3 +125,29 @@ def test_a_players_reads_still_count_in_their_own_bucket_and_their_addresss(
         assert error_code(ada.get("/api/me")) == "rate_limited"
         second = [bob.get("/api/me").status_code for _ in range(3)]
     assert second == [200, 200, 429]  # the address's five: Ada's three, Bob's two
+
+
+def test_a_worker_started_with_partitions_1_scores_the_guesses_of_a_host_of_partitions_1(
+    serve_app, redis_server, tag
+):
+    """``--partitions 1`` is one game on the host (``HostConfig(partitions=1)``, the default): the worker
+    given the same count must serve the same keys, not a spread game over ``<tag>.0`` where no guess of
+    that host ever lands (each charged and never scored)."""
+    host = serve_app(_config(redis_server, tag, 1))
+    worker = worker_process(redis_server.url, tag, partitions=1)
+    try:
+        with host.client(OPERATOR) as operator:
+            round_id = open_round(operator)["round_id"]
+            with host.client() as anon:
+                token = anon.post("/api/players", json={"name": "Ada"}).json()["token"]
+            with host.client(token) as me:
+                reply = me.post(f"/api/rounds/{round_id}/guesses", json={"guess": FRUIT[:6]})
+                assert reply.status_code == 202, reply.text
+                job = reply.json()["job_id"]
+
+                def scored() -> bool:
+                    return bool(me.get(f"/api/jobs/{job}").json()["scored_count"] == 1)
+
+                wait_until(scored, timeout=15, what="the guess scored")
+    finally:
+        stop_worker(worker)
