@@ -4,14 +4,17 @@ spread host answering otherwise than the one-game host for the same requests."""
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import pytest
 
-from codemojex import placement, players
+from codemojex import names, placement, players
 from codemojex.web import HostConfig
 from codemojex.web.admission import Limits
 from codemojex.web.buckets import Rate
+from echomq.testing.cluster import RedisClusterProcesses
+from tests.support.cluster import spread_tag
 from tests.support.web import (
     FRUIT,
     OPERATOR,
@@ -183,3 +186,45 @@ def test_a_closed_round_reaches_the_history_as_on_one_game(serve_app, redis_serv
             wait_until(listed, timeout=15, what="the round in the history")
     finally:
         stop_worker(worker)
+
+
+def _one_name_per_partition() -> list[str]:
+    found: dict[int, str] = {}
+    for name in NAMES:
+        found.setdefault(zlib.crc32(names.skeleton(name).encode()) % P, name)
+    return [found[p] for p in range(P)]
+
+
+@pytest.mark.slow
+def test_on_a_cluster_an_addresss_buckets_are_one_whatever_partition_a_made_up_token_names(serve_app):
+    """The same on a three-master cluster (each partition on a master of its own, the home's address
+    bucket on another master than most players' buckets): made-up tokens buy no sign-up or read beyond
+    the address's one bucket, and a player of every partition is still served."""
+    with RedisClusterProcesses(3) as cluster:
+        config = HostConfig(
+            redis_url=f"redis://127.0.0.1:{cluster.ports[0]}/0",
+            tag=spread_tag("atk"),
+            cluster=True,
+            partitions=P,
+            operator_token=OPERATOR,
+            limits=Limits(signup_per_address=Rate(P, 3_600_000), read_per_address=Rate(2 * P, 3_600_000)),
+        )
+        host = serve_app(config)
+        try:
+            tokens = []
+            for p, name in enumerate(_one_name_per_partition()):  # each with a made-up token of its own
+                with host.client(_crafted((p + 1) % P)) as anon:
+                    reply = anon.post("/api/players", json={"name": name})
+                assert reply.status_code == 201, reply.text
+                tokens.append((name, reply.json()["token"]))
+            assert _signups(host, [_crafted(p) for p in range(P)]) == [429] * P
+            for name, token in tokens:  # P reads of the address's 2P: one per player
+                with host.client(token) as me:
+                    assert me.get("/api/me").json()["name"] == name
+            statuses = []
+            for i in range(2 * P):
+                with host.client(_crafted(i % P)) as anon:
+                    statuses.append(anon.get("/api/lobby").status_code)
+            assert statuses.count(200) == P, statuses
+        finally:
+            host.stop()
