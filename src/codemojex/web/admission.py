@@ -40,7 +40,7 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -51,9 +51,6 @@ from codemojex.web.buckets import Rate
 from codemojex.web.guess_path import ANSWERED, CHARGED, GuessPath
 from codemojex.web.limits import read_ahead, timed
 from codemojex.web.problems import body
-
-if TYPE_CHECKING:
-    from codemojex.web.host import Host
 
 log = logging.getLogger("codemojex.web.admission")
 
@@ -305,7 +302,10 @@ class Admission:
             kind, per_address, per_player = buckets.READ, limits.read_per_address, limits.read_per_player
         try:
             host = scope["app"].state.host
-            refused = await self._take(host, kind, address, per_address, token=token, per_player=per_player)
+            theirs = None if host.spread is None else host.game_of_token(token)  # the player's partition
+            refused = await self._take(
+                host.game, theirs, kind, address, per_address, token=token, per_player=per_player
+            )
         except CodemojexError as exc:
             if kind == buckets.READ:
                 log.warning("rate limiter failed (%s): letting a read through", exc)
@@ -321,18 +321,24 @@ class Admission:
 
     @staticmethod
     async def _take(
-        host: Host, kind: str, address: str, per_address: Rate, *, token: str | None, per_player: Rate | None
+        home: Game,
+        theirs: Game | None,
+        kind: str,
+        address: str,
+        per_address: Rate,
+        *,
+        token: str | None,
+        per_player: Rate | None,
     ) -> buckets.Refused | None:
-        """The request's buckets. On a spread host the address's is in the home game, whatever bearer
-        header comes with it (else a made-up token of each partition's digest buys a fresh one in each:
-        P times the limit), and the player's in their partition, taken first, so that a request the
-        player's bucket refuses costs the address nothing (one call more than on one game). A guess's
-        are both in the player's partition, as the one-call path's (README "Scaling out")."""
-        home = host.game
-        if host.spread is None or token is None or per_player is None:
+        """The request's buckets. On a spread host (``theirs``: the token's partition) the address's is
+        in the ``home`` game whatever bearer header comes with it (else a made-up token of each
+        partition's digest buys a fresh one in each: P times the limit), and the player's in their
+        partition, taken first, so that a request the player's bucket refuses costs the address nothing
+        (one call more than on one game). A guess's are both in the player's partition, as the one-call
+        path's (README "Limits")."""
+        if theirs is None or token is None or per_player is None:
             return await buckets.take(home, kind, address, per_address, token=token, per_player=per_player)
-        game = host.game_of_token(token)
         if kind == buckets.GUESS:
-            return await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
-        refused = await buckets.take(game, kind, address, None, token=token, per_player=per_player)
+            return await buckets.take(theirs, kind, address, per_address, token=token, per_player=per_player)
+        refused = await buckets.take(theirs, kind, address, None, token=token, per_player=per_player)
         return refused or await buckets.take(home, kind, address, per_address)
