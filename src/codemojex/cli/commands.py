@@ -248,7 +248,9 @@ async def worker_run(game: Game, args: argparse.Namespace) -> Result:
         "grace_s": args.grace,
     }
     data: dict[str, Any] = {"tag": game.bus.tag}
-    if args.partitions:  # a spread game over the partitions of this client's tag (codemojex.spread)
+    # A spread game over the partitions of this client's tag (codemojex.spread); P = 1 is one game on
+    # the tag itself, as the host's --partitions 1 (else its guesses wait on keys no worker serves).
+    if args.partitions > 1:
         pbus = PartitionedBus(game.bus.redis, game.bus.tag, args.partitions, game.bus.settings)
         worker = await run_spread_worker(SpreadGame(pbus, game.settings), **options)
         data["partitions"] = args.partitions

@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=count(1, MAX_PARTITIONS),
         default=0,
         metavar="P",
-        help="score a spread game over tags <tag>.0 ... <tag>.<P-1> (codemojex.spread; default: one game)",
+        help="score a spread game over tags <tag>.0 ... <tag>.<P-1> (codemojex.spread; 1: one game)",
     )
     for flag, default in (("result-ttl-ms", "1 h"), ("dedup-window-ms", "24 h"), ("dead-ttl-ms", "180 d")):
         worker.add_argument(

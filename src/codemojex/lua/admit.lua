@@ -17,7 +17,7 @@
     KEYS[2] token bucket   (string)  cmx:{t}:bucket:<class>:p:<digest> (when KEYS[3] does not exist)
     KEYS[3] token key      (string)  cmx:{t}:token:<digest> -> the player id (read when ARGV[3] > 0)
 
-    ARGV[1] the address bucket's capacity (tokens, >= 1)
+    ARGV[1] the address bucket's capacity (tokens; 0: no address bucket)
     ARGV[2] the address bucket's period (ms per token, >= 1)
     ARGV[3] the player bucket's capacity (tokens; 0: no player bucket)
     ARGV[4] the player bucket's period (ms per token, >= 1)

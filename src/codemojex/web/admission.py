@@ -301,8 +301,11 @@ class Admission:
         else:
             kind, per_address, per_player = buckets.READ, limits.read_per_address, limits.read_per_player
         try:
-            game = scope["app"].state.host.game_of_token(token)  # a player's buckets are in their partition
-            refused = await buckets.take(game, kind, address, per_address, token=token, per_player=per_player)
+            host = scope["app"].state.host
+            theirs = None if host.spread is None else host.game_of_token(token)  # the player's partition
+            refused = await self._take(
+                host.game, theirs, kind, address, per_address, token=token, per_player=per_player
+            )
         except CodemojexError as exc:
             if kind == buckets.READ:
                 log.warning("rate limiter failed (%s): letting a read through", exc)
@@ -315,3 +318,27 @@ class Admission:
         message = f"too many {kind} requests from this {refused.scope}: retry in {refused.retry_after_s} s"
         await send_problem(send, 429, "rate_limited", message, refused.retry_after_s)
         return False
+
+    @staticmethod
+    async def _take(
+        home: Game,
+        theirs: Game | None,
+        kind: str,
+        address: str,
+        per_address: Rate,
+        *,
+        token: str | None,
+        per_player: Rate | None,
+    ) -> buckets.Refused | None:
+        """The request's buckets. On a spread host (``theirs``: the token's partition) the address's is
+        in the ``home`` game whatever bearer header comes with it (else a made-up token of each
+        partition's digest buys a fresh one in each: P times the limit), and the player's in their
+        partition, taken first, so that a request the player's bucket refuses costs the address nothing
+        (one call more than on one game). A guess's are both in the player's partition, as the one-call
+        path's (README "Limits")."""
+        if theirs is None or token is None or per_player is None:
+            return await buckets.take(home, kind, address, per_address, token=token, per_player=per_player)
+        if kind == buckets.GUESS:
+            return await buckets.take(theirs, kind, address, per_address, token=token, per_player=per_player)
+        refused = await buckets.take(theirs, kind, address, None, token=token, per_player=per_player)
+        return refused or await buckets.take(home, kind, address, per_address)

@@ -58,13 +58,14 @@ async def take(
     game: Game,
     kind: str,
     address: str,
-    per_address: Rate,
+    per_address: Rate | None,
     *,
     token: str | None = None,
     per_player: Rate | None = None,
 ) -> Refused | None:
-    """Take one token of class ``kind`` from the address's bucket and (with ``token``) the player's;
-    None when admitted. Raises :class:`~codemojex.errors.CodemojexError` when the limiter fails."""
+    """Take one token of class ``kind`` from the address's bucket (none with ``per_address`` None) and
+    (with ``token``) the player's; None when admitted. Raises :class:`~codemojex.errors.CodemojexError`
+    when the limiter fails."""
     address_key = game.keys.bucket(kind, "a", digest(address))
     use_player = token is not None and per_player is not None
     token_digest = digest(token if use_player and token else "")
@@ -74,8 +75,8 @@ async def take(
         "admit",
         [address_key, player_key, game.keys.token(token_digest)],
         [
-            per_address.capacity,
-            per_address.period_ms,
+            0 if per_address is None else per_address.capacity,
+            1 if per_address is None else per_address.period_ms,
             player_rate.capacity if use_player else 0,
             player_rate.period_ms,
             game.keys.player_buckets(kind),

@@ -149,14 +149,23 @@ class Hub:
             return list(await asyncio.gather(*(last(game) for game in self.games)))
 
     async def _read(self) -> None:
-        """Follow every watched round (one loop per partition) and check them every period."""
+        """Follow every watched round (one loop per partition) and check them every period. Ends only
+        when nothing is watched once its partitions' loops are gone (no await between that check and
+        the end, so a stream that came meanwhile finds this task done and starts another)."""
+        while self.positions and not self.closed:
+            await self._read_all()
+
+    async def _read_all(self) -> None:
         loop = asyncio.get_running_loop()
         checked = loop.time()
         period = self.limits.stream_check_s
         block = max(1, min(BLOCK_MS, int(period * 1000)))
-        follows = [asyncio.create_task(self._follow(p, block)) for p in range(1, len(self.games))]
+        follows: dict[int, asyncio.Task[None]] = {}
         try:
             while self.positions and not self.closed:
+                for p in range(1, len(self.games)):  # a loop that saw nothing watched for a moment ended
+                    if p not in follows or follows[p].done():
+                        follows[p] = asyncio.create_task(self._follow(p, block))
                 try:
                     await self._read_once(0, block)
                     if loop.time() - checked >= period or self._look:
@@ -167,9 +176,9 @@ class Hub:
                     log.warning("events reader: %s; retrying", exc)
                     await asyncio.sleep(1.0)
         finally:
-            for task in follows:
+            for task in follows.values():
                 task.cancel()
-            await asyncio.gather(*follows, return_exceptions=True)
+            await asyncio.gather(*follows.values(), return_exceptions=True)
 
     async def _follow(self, p: int, block: int) -> None:
         """Partition ``p``'s read (a spread game's partitions but the first)."""

@@ -18,9 +18,12 @@ local function take_buckets(addressKey, playerKey, tokenKey, addressCapacity, ad
     return after, 0
   end
 
-  local addressTat, addressWait = fits(addressKey, addressCapacity, addressPeriod)
+  local addressTat, addressWait = nil, 0
+  if addressCapacity > 0 then  -- 0: no address bucket (a spread host keeps it in the home partition)
+    addressTat, addressWait = fits(addressKey, addressCapacity, addressPeriod)
+    if not addressTat then return {0, addressWait, 1}, nil end
+  end
   local playerId = nil
-  if not addressTat then return {0, addressWait, 1}, nil end
   local playerTat = nil
   if playerCapacity > 0 then
     playerId = redis.call('GET', tokenKey)
@@ -29,7 +32,9 @@ local function take_buckets(addressKey, playerKey, tokenKey, addressCapacity, ad
     playerTat, playerWait = fits(playerKey, playerCapacity, playerPeriod)
     if not playerTat then return {0, playerWait, 2}, playerId end
   end
-  redis.call('SET', addressKey, string.format('%d', addressTat), 'PX', addressTat - now)
+  if addressTat then
+    redis.call('SET', addressKey, string.format('%d', addressTat), 'PX', addressTat - now)
+  end
   if playerTat then
     redis.call('SET', playerKey, string.format('%d', playerTat), 'PX', playerTat - now)
   end
