@@ -70,6 +70,7 @@ KEY_COUNTS: dict[str, int] = {
     "conclude_round": 13,
     "recovery": 5,
     "post_guess": 6,
+    "conclude_whole": 3,
 }
 LIBRARY = Library("codemojex", KEY_COUNTS)
 # The admissions: with the bus's Settings.wait_replicas, acknowledged once that many replicas hold them.

@@ -173,23 +173,34 @@ async def conclude_closed(game: Game, limit: int = CHECKED) -> list[str]:
     return concluded
 
 
-async def read_summary(game: Game, round_id: str) -> Summary | None:
-    """The summary of ``round_id`` (None: not concluded, or no such round)."""
+async def read_summary(game: Game, round_id: str, *, whole: bool = False) -> Summary | None:
+    """The summary of ``round_id`` (None: not concluded, or no such round); ``whole``: a spread game's
+    summary of the whole game, from its home partition (:mod:`codemojex.spread_upkeep`)."""
     check_id(round_id, ROUND)
     with translate_errors():
-        raw = await game.redis.hget(game.keys.summaries, round_id)
+        raw = await game.redis.hget(_summaries(game, whole=whole), round_id)
     return parse_summary(raw) if raw is not None else None
 
 
+def _summaries(game: Game, *, whole: bool) -> str:
+    return game.keys.whole_summaries if whole else game.keys.summaries
+
+
 async def list_history(
-    game: Game, limit: int = 20, before_ms: int | None = None, before_round: str | None = None
+    game: Game,
+    limit: int = 20,
+    before_ms: int | None = None,
+    before_round: str | None = None,
+    *,
+    whole: bool = False,
 ) -> list[Summary]:
     """The concluded rounds, newest close first (ties: greater round id first): ``limit`` of them after
     the cursor. The cursor is the last page's last round: ``before_ms`` its close time and
     ``before_round`` its id (rounds that closed in the same millisecond are then neither skipped nor
-    repeated); ``before_ms`` alone pages back to rounds closed strictly before it."""
+    repeated); ``before_ms`` alone pages back to rounds closed strictly before it. ``whole``: a spread
+    game's history of the whole game (:func:`read_summary`)."""
     check_int("limit", limit, 1, 100)
-    key = game.keys.history
+    key = game.keys.whole_history if whole else game.keys.history
     with translate_errors():
         listed: list[bytes] = []
         if before_ms is None:
@@ -206,5 +217,5 @@ async def list_history(
                 )
         if not listed:
             return []
-        raws = await game.redis.hmget(game.keys.summaries, listed)
+        raws = await game.redis.hmget(_summaries(game, whole=whole), listed)
     return [parse_summary(raw) for raw in raws if raw is not None]

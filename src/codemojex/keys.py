@@ -49,6 +49,8 @@ key                         type    holds
 ``schedule``                hash    the schedule's state: ``slot`` (rounds it opened) and ``round`` (the last)
 ``summaries``               hash    RND -> a closed round's compact summary (JSON), kept for good
 ``history``                 zset    every concluded round id, scored by its close time (ms)
+``whole_summaries``         hash    a spread game's home partition: RND -> the whole game's summary
+``whole_history``           zset    a spread game's home partition: the whole game's concluded rounds
 ``retained``                zset    concluded rounds whose per-guess data is still kept, by close time
 ``live``                    zset    rounds not concluded yet (open, opening later, or closed and waiting
                                     for their conclusion), by open time: what the conclusion pass and the
@@ -262,6 +264,15 @@ class GameKeys:
     @property
     def history(self) -> str:
         return f"{self.prefix}history"
+
+    @property
+    def whole_summaries(self) -> str:
+        """A spread game's summaries of its rounds, the whole game's (in its home partition)."""
+        return f"{self.prefix}whole_summaries"
+
+    @property
+    def whole_history(self) -> str:
+        return f"{self.prefix}whole_history"
 
     @property
     def retained(self) -> str:

@@ -51,7 +51,7 @@ from typing import Any
 
 import uvicorn
 
-from codemojex import access, players, rounds, schedule
+from codemojex import access, players, rounds, schedule, spread_upkeep
 from codemojex.embedded import (
     DATA_DIR,
     ServeError,
@@ -191,7 +191,12 @@ async def serve(options: ServeOptions) -> int:
             options.data_dir.mkdir(parents=True, exist_ok=True)
             logins = access.Credentials.from_env(url)
         token = operator_token(options.data_dir, options.operator_token)
-        the_round = await _ensure_round(logins.admin, options.tag, options.rounds)
+        if options.partitions > 1:
+            the_round = await spread_upkeep.ensure_round(
+                logins.admin, options.tag, options.partitions, options.rounds, say=_say
+            )
+        else:
+            the_round = await _ensure_round(logins.admin, options.tag, options.rounds)
         supervisor = WorkerSupervisor(
             logins.worker, tag=options.tag, concurrency=options.concurrency, partitions=options.partitions
         )

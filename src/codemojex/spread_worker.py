@@ -6,9 +6,9 @@ blocking on every partition's wake list at once: :mod:`echomq.worker.rotation`),
 scored and completed by one ``score.lua`` in one slot, as on one game. Beside it, for every partition:
 the refunds of dead guesses (a dead job is refunded in its own partition), the expiry of players who
 never played, the upkeep's script cache, and the reveal of a round's secret once the round is closed
-in every partition (:func:`codemojex.spread.reveal_closed`; never while one still takes guesses). The
-rounds' conclusion, schedule and retention are not spread yet (each would act on one partition's
-players alone), so they do not run here.
+in every partition (:func:`codemojex.spread.reveal_closed`; never while one still takes guesses); and,
+by the first partition's upkeep, the rounds' conclusion (the whole game's summary), the schedule and
+the retention of every partition (:mod:`codemojex.spread_upkeep`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from codemojex import schedule, spread_upkeep
 from codemojex.access import load_scripts
 from codemojex.game import Game
 from codemojex.refunds import Refunder
@@ -30,7 +31,8 @@ log = logging.getLogger("codemojex.upkeep")
 
 
 class _PartitionUpkeep(Upkeep):
-    """The script cache of one partition, and (the first partition's) the spread reveals."""
+    """The script cache of one partition, and (the first partition's, given ``spread``) the spread
+    reveals, conclusions, schedule and retention."""
 
     def __init__(self, game: Game, every_s: float, spread: SpreadGame | None) -> None:
         super().__init__(game, every_s)
@@ -44,6 +46,25 @@ class _PartitionUpkeep(Upkeep):
             revealed = await self._step("reveals", reveal_closed(self.spread))
             if revealed:
                 log.info("revealed the secrets of closed rounds %s", ", ".join(revealed))
+            await self.rounds_pass()
+
+    async def rounds_pass(self) -> None:
+        """The whole game's conclusions, schedule and retention (:mod:`codemojex.spread_upkeep`)."""
+        spread = self.spread
+        if spread is None:
+            return
+        settings = await self._step("settings", schedule.read_settings(self.game))
+        concluded = await self._step("conclusions", spread_upkeep.conclude_closed(spread))
+        if concluded:
+            log.info("concluded closed rounds %s", ", ".join(concluded))
+        if settings is None:
+            return
+        opened = await self._step("schedule", spread_upkeep.schedule_step(spread, settings))
+        if opened:
+            log.info("the schedule opened round %s", opened)
+        purged = await self._step("retention", spread_upkeep.purge(spread, settings.retention_s))
+        if purged:
+            log.info("purged the per-guess data of rounds %s", ", ".join(purged))
 
 
 async def run_spread_worker(

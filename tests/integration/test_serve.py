@@ -415,3 +415,56 @@ def test_serve_keeps_the_round_schedule_on_its_users(tmp_path):
         assert serve.stop() == 0
     finally:
         serve.kill()
+
+
+@pytest.mark.slow
+def test_serve_spreads_one_game_over_partitions_on_its_users(tmp_path):
+    """``codemojex serve --partitions 3`` on the embedded Redis, its least-privilege users naming every
+    partition's tag: the schedule's round is in every partition, players of every partition join and
+    their guesses are scored, the operator's open runs through the worker (the host's user may not
+    write a secret), and the worker concludes a scheduled round into the whole game's history."""
+    port = free_port()
+    serve = Serve(
+        tmp_path / ".codemojex-data",
+        port,
+        tag="sp",
+        extra=("--no-proof", "--partitions", "3", "--round-duration", "3", "--round-gap", "0"),
+    )
+    try:
+        operator_token = serve.wait_up()
+        assert "in every partition" in serve.output
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, timeout=15) as anon:
+            first = anon.get("/api/lobby").json()["rounds"][0]
+            tokens = [
+                anon.post("/api/players", json={"name": f"Spread {i}"}).json()["token"] for i in range(6)
+            ]
+        with httpx.Client(
+            base_url=base, timeout=15, headers={"Authorization": f"Bearer {operator_token}"}
+        ) as op:
+            opened = op.post("/api/operator/rounds", json={"size": 8, "duration_s": 60})
+            assert opened.status_code == 201, opened.text
+            keyboard, round_id = opened.json()["keyboard"], opened.json()["round_id"]
+            jobs = []
+            for token in tokens:
+                with httpx.Client(
+                    base_url=base, timeout=15, headers={"Authorization": f"Bearer {token}"}
+                ) as me:
+                    reply = me.post(f"/api/rounds/{round_id}/guesses", json={"guess": keyboard[:6]})
+                    assert reply.status_code == 202, reply.text
+                    jobs.append(reply.json()["job_id"])
+            wait_until(
+                lambda: all(op.get(f"/api/jobs/{job}").json()["scored_count"] == 1 for job in jobs),
+                what="every guess scored",
+            )
+            lanes = {op.get(f"/api/jobs/{job}").json()["lane"] for job in jobs}
+            assert len(lanes) == len(tokens)
+        with httpx.Client(base_url=base, timeout=15) as anon:
+            wait_until(lambda: anon.get(f"/api/history/{first['round_id']}").status_code == 200, timeout=30)
+        assert serve.stop() == 0
+    finally:
+        serve.kill()
+
+
+def _as(base: str, token: str) -> httpx.Client:
+    return httpx.Client(base_url=base, timeout=15, headers={"Authorization": f"Bearer {token}"})

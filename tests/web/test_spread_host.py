@@ -257,3 +257,51 @@ def test_the_keys_of_a_spread_host_stay_in_their_partitions_tags(spread_host, sy
         with spread_host.client(joined["token"]) as me:
             me.post(f"/api/rounds/{round_id}/guesses", json={"guess": FRUIT[:6]})
     assert list(sync_redis.scan_iter(match=f"*{{{tag}}}*")) == []
+
+
+def test_a_closed_rounds_whole_summary_reaches_every_partitions_streams_and_the_history(
+    spread_host, spread_worker
+):
+    """The worker concludes the round in every partition and writes the whole game's summary: a player
+    of the last partition gets it as the ``closed`` event (the secret, the board with every partition's
+    players), and /api/history lists it."""
+    with spread_host.client(OPERATOR) as operator:
+        round_id = open_round(operator)["round_id"]
+        joined = [_join(spread_host, name) for name in _one_per_partition()]
+        for p, player in enumerate(joined):
+            with spread_host.client(player["token"]) as me:
+                guess = {"guess": (FRUIT[p:] + FRUIT[:p])[:6]}
+                assert me.post(f"/api/rounds/{round_id}/guesses", json=guess).status_code == 202
+        last = joined[-1]
+        closed: list[dict[str, Any]] = []
+        ready = threading.Event()
+        with spread_host.client(last["token"]) as me:
+            ticket = me.post("/api/events/ticket", json={"round_id": round_id}).json()["ticket"]
+
+        def listen() -> None:
+            kind = ""
+            with (
+                httpx.Client(base_url=spread_host.url, timeout=60) as client,
+                client.stream("GET", f"/api/events?ticket={ticket}") as stream,
+            ):
+                for line in stream.iter_lines():
+                    ready.set()
+                    if line.startswith("event: "):
+                        kind = line.removeprefix("event: ")
+                    elif line.startswith("data: ") and kind == "closed":
+                        closed.append(json.loads(line.removeprefix("data: ")))
+                        return
+
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        assert ready.wait(15), "no hello"
+        assert operator.post(f"/api/operator/rounds/{round_id}/close").status_code == 200
+        listener.join(60)
+        assert closed, "no closed event"
+        summary = closed[0]
+        assert summary["round_id"] == round_id
+        assert summary["secret"]
+        assert {entry["player_id"] for entry in summary["winners"]} == {p["player_id"] for p in joined}
+        listed = operator.get("/api/history").json()["rounds"]
+        assert [s["round_id"] for s in listed] == [round_id]
+        assert listed[0]["guesses"] == len(joined)

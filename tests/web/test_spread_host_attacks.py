@@ -160,15 +160,7 @@ def test_a_worker_started_with_partitions_1_scores_the_guesses_of_a_host_of_part
     "partitions",
     [
         1,
-        pytest.param(
-            P,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the conclusion is not spread (codemojex.spread_worker runs none): a spread host's "
-                "closed rounds never reach /api/history, the closed event carries no summary, and each "
-                "partition keeps the round's per-guess data past retention",
-            ),
-        ),
+        P,
     ],
 )
 def test_a_closed_round_reaches_the_history_as_on_one_game(serve_app, redis_server, tag, partitions):

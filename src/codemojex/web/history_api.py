@@ -57,7 +57,10 @@ async def history_list(
 ) -> dict[str, Any]:
     """Closed rounds' summaries, newest close first; the last page's last ``closed_ms`` and ``round_id``
     (``before_ms``, ``before_round``) page back."""
-    listed = await history.list_history(host_of(request).game, limit, before_ms, before_round)
+    host = host_of(request)  # a spread game's: the whole game's history (codemojex.spread_upkeep)
+    listed = await history.list_history(
+        host.game, limit, before_ms, before_round, whole=host.spread is not None
+    )
     return {"rounds": [views.summary_view(summary) for summary in listed]}
 
 
@@ -75,7 +78,7 @@ async def round_history(
     token = bearer(request)
     game = host_of(request).game
     player_id = await player_of(request, token) if token is not None else None
-    summary = await history.read_summary(game, round_id)
+    summary = await history.read_summary(game, round_id, whole=host_of(request).spread is not None)
     if summary is None:
         raise UnknownRound(f"no closed round {round_id} in the history")
     own = game if player_id is None else host_of(request).game_of(player_id)  # where their guesses are

@@ -35,8 +35,9 @@ A spread game (:mod:`codemojex.spread`): each partition's ``score.lua`` appends 
 stream of the round, so the hub follows a round in every partition, one ``XREAD`` per partition (on a
 cluster the partitions' streams are in different slots), each on its own connection; the board is the
 merged one (:func:`codemojex.spread.read_board`), a token is checked in its own partition, and the
-``closed`` event is the whole round's summary, read from the home partition (a partition's ``closed``
-entry only makes the hub look for it at once; the periodic check finds it otherwise).
+``closed`` event is the whole game's summary (:mod:`codemojex.spread_upkeep`), which the home
+partition's stream carries as its ``concluded`` entry (a partition's own ``closed`` entry only makes
+the hub look for it at once; the periodic check finds it otherwise).
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ class Hub:
                 the_round = None
             if the_round is not None and the_round.status_at(now) is not RoundStatus.CLOSED:
                 continue
-            summary = await history.read_summary(self.game, round_id)
+            summary = await history.read_summary(self.game, round_id, whole=self.spread is not None)
             if summary is not None:
                 self._announce(round_id, closed_event(summary))
                 continue
@@ -256,6 +257,9 @@ class Hub:
         solvers: dict[str, int] = {}
         for entry_id, fields in entries:
             last = entry_id.decode()
+            if fields.get(b"kind") == b"concluded" and b"summary" in fields:  # a spread game's whole
+                self._announce(round_id, closed_event(history.parse_summary(fields[b"summary"])))
+                continue
             if fields.get(b"kind") == b"closed" and b"summary" in fields:
                 if self.spread is None:
                     self._announce(round_id, closed_event(history.parse_summary(fields[b"summary"])))
