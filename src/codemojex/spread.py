@@ -33,8 +33,10 @@ whichever worker scored what, in whatever order and however often.
 **Growing P** (see :mod:`echomq.partitions`): a spread game keeps its P; a new P is a new game tag whose
 rounds open with it, while the old one's rounds end and conclude.
 
-Not spread yet: the web host (tokens name a player without naming a partition), the round schedule,
-conclusion and history (one partition's upkeep), operator jobs on the ``operator`` lane.
+Around it: the score worker's handler and the operator's round jobs (:mod:`codemojex.spread_jobs`), the
+schedule, the conclusion into one summary of the whole game and the retention
+(:mod:`codemojex.spread_upkeep`), and the web host (``HostConfig.partitions``: tokens minted to hash to
+their player's partition, :mod:`codemojex.placement`).
 """
 
 from __future__ import annotations
