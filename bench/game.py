@@ -19,206 +19,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
 import redis.asyncio
-from redis.asyncio import Redis as AsyncRedis
 
+from bench.arena import SETTINGS, Arena, arena
+from bench.game_limits import LEASE_MS, limit_latency, limit_score, limit_submit
 from bench.processes import stop
 from bench.queue import claim_span_ms
 from bench.report import percentile
-from codemojex import players as game_players
-from codemojex import rounds, score_worker, wallet
-from codemojex.engine import score
-from codemojex.game import LIBRARY, Game, GameSettings
+from codemojex.game import Game
 from codemojex.guesses import Outcome, submit
-from codemojex.guesses import submit_call as guesses_submit_call
-from codemojex.keys import JOB, GameKeys, guess_of
-from codemojex.payload import GuessJob
-from echomq import Bus, Claim, Settings, ids, lanes
-from echomq.keyspace import Keyspace
-from echomq.scripts import SyncScripts
+from codemojex.keys import guess_of
+from echomq import Settings
 from echomq.testing.server import RedisProcess
 
-PIPELINE = 1000  # as the queue benchmark's
-CLAIM_BATCH = 500  # as the queue benchmark's limit_drain
-LEASE_MS = 30_000
-# Every player's guesses of a phase wait in their lane before the workers start: lift the per-player cap.
-SETTINGS = GameSettings(max_queued=1_000_000)
 WAKE_CAP = Settings().wake_cap  # the bus settings a Game.from_url has
 # One table row: (figure, value, limit, how the limit was measured), as in bench/queue.py.
 Row = tuple[str, float, float, str]
-
-
-# --- set-up: one round and its players on a bus tag of its own --------------------------------------
-
-
-@dataclass
-class Arena:
-    """One open round on bus ``tag`` with ``players`` who can pay for every guess the bench makes."""
-
-    url: str
-    tag: str
-    round_id: str
-    keyboard: tuple[str, ...]
-    secret: tuple[str, ...]
-    length: int
-    players: list[str]
-    rng: random.Random = field(default_factory=lambda: random.Random(7))
-
-    @property
-    def keys(self) -> GameKeys:
-        return GameKeys(self.tag)
-
-    @cached_property
-    def game(self) -> Game:
-        return _offline_game(self)
-
-    @property
-    def bus_keys(self) -> Keyspace:
-        return Keyspace(self.tag)
-
-    def guesses(self, count: int) -> list[tuple[str, str, tuple[str, ...]]]:
-        """``count`` (job, player, guess): players in turn, random keys, never the secret (a solved player
-        is refused any further guess, which would leave the bench waiting for a score that never comes)."""
-        made = []
-        for i in range(count):
-            guess = self.secret
-            while guess == self.secret:
-                guess = tuple(self.rng.choice(self.keyboard) for _ in range(self.length))
-            made.append((ids.mint(JOB), self.players[i % len(self.players)], guess))
-        return made
-
-
-async def _arena(url: str, tag: str, players: int, guesses: int) -> Arena:
-    game = Game.from_url(url, tag=tag, settings=SETTINGS)
-    async with game:
-        the_round = await rounds.open_round(game)
-        secret = await rounds.read_secret(game, the_round.id)
-        registered = await asyncio.gather(
-            *(game_players.register(game, f"bench {i}") for i in range(players))
-        )
-        each = math.ceil(guesses / players) + 1  # the round's allowance (first guess) covers a few more
-        currency, _ = the_round.prices[0]
-        await asyncio.gather(*(wallet.credit(game, p.id, currency, each, reason="bench") for p in registered))
-    return Arena(
-        url,
-        tag,
-        the_round.id,
-        the_round.keyboard.keys,
-        secret,
-        the_round.length,
-        [p.id for p in registered],
-    )
-
-
-def arena(url: str, tag: str, players: int, guesses: int) -> Arena:
-    return asyncio.run(_arena(url, tag, players, guesses))
-
-
-# --- the calls, built by the game's own builders (guesses.submit_call, score_worker.score_call) ------
-
-
-def _offline_game(a: Arena) -> Game:
-    """A Game whose client never connects: only its keys and settings are used, to build calls."""
-    return Game(Bus(AsyncRedis(), tag=a.tag), SETTINGS)
-
-
-def submit_call(a: Arena, job: str, player: str, guess: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """Keys and args of one submit.lua call, as codemojex.guesses.submit sends it (no locks)."""
-    return guesses_submit_call(a.game, job, a.round_id, player, guess)
-
-
-def score_call(a: Arena, job: str, player: str, guess: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """Keys and args of one score.lua call, as codemojex.score_worker.handle sends it; args[1] and
-    args[2], the claim's attempts token and request id, are filled in from the claim."""
-    request = GuessJob(a.round_id, player, tuple(guess))
-    return score_worker.score_call(a.game, Claim(job, player, token=1), request, score(a.secret, guess))
-
-
-# --- the Redis limit: raw pipelined EVALSHA loops ------------------------------------------------
-
-
-def _check_admitted(replies: list[Any]) -> None:
-    refused = [reply for reply in replies if int(reply[0]) != 1]
-    if refused:
-        raise RuntimeError(f"submit.lua refused {len(refused)} bench guesses, e.g. {refused[0]!r}")
-
-
-def limit_submit(
-    client: redis.Redis, a: Arena, count: int
-) -> tuple[float, dict[str, tuple[str, tuple[str, ...]]]]:
-    """submit.lua in pipelines of PIPELINE on one blocking client: guesses admitted per second; and the
-    admitted guesses (job -> player, guess) for :func:`limit_score`."""
-    scripts = SyncScripts(client, LIBRARY)
-    made = a.guesses(count)
-    calls = [submit_call(a, job, player, guess) for job, player, guess in made]
-    start = time.perf_counter()
-    for i in range(0, count, PIPELINE):
-        pipe = client.pipeline(transaction=False)
-        for keys, args in calls[i : i + PIPELINE]:
-            scripts.run("submit", keys, args, client=pipe)
-        _check_admitted(pipe.execute())
-    rate = count / (time.perf_counter() - start)
-    return rate, {job: (player, guess) for job, player, guess in made}
-
-
-def limit_score(client: redis.Redis, a: Arena, admitted: dict[str, tuple[str, tuple[str, ...]]]) -> float:
-    """claim.lua (batch of CLAIM_BATCH) then score.lua for each, pipelined: guesses scored per second.
-
-    The feedback is computed before the clock starts: this is what Redis can do, not the engine."""
-    queue = SyncScripts(client)
-    game = SyncScripts(client, LIBRARY)
-    calls = {job: score_call(a, job, player, guess) for job, (player, guess) in admitted.items()}
-    claim_keys, claim_args = lanes.claim_call(Bus.from_url(a.url, a.tag), CLAIM_BATCH, LEASE_MS, "")
-    start = time.perf_counter()
-    done = 0
-    while done < len(calls):
-        claimed = lanes.claimed_from_reply(queue.run("claim", claim_keys, claim_args), "")
-        if not claimed.jobs:
-            break
-        pipe = client.pipeline(transaction=False)
-        for claim in claimed.jobs:
-            keys, args = calls[claim.job]
-            game.run("score", keys, [args[0], claim.token, claim.request, *args[3:]], client=pipe)
-        replies = pipe.execute()
-        done += sum(1 for reply in replies if int(reply[0]) == 1)
-    elapsed = time.perf_counter() - start
-    if done != len(calls):
-        raise RuntimeError(f"the score limit scored {done} of {len(calls)} guesses")
-    return done / elapsed
-
-
-def limit_latency(client: redis.Redis, a: Arena, samples: int) -> tuple[float, float]:
-    """submit.lua, claim.lua (one) and score.lua, one round trip each, in ms (p50, p99): the floor under
-    the submit -> scored latency (which also reads the round, wakes the worker and reads the event)."""
-    queue = SyncScripts(client)
-    game = SyncScripts(client, LIBRARY)
-    claim_keys, claim_args = lanes.claim_call(Bus.from_url(a.url, a.tag), 1, LEASE_MS, "")
-    made = a.guesses(samples)
-    chains = [(submit_call(a, *m), score_call(a, *m)) for m in made]
-    times = []
-    for (submit_keys, submit_args), (score_keys, score_args) in chains:
-        t0 = time.perf_counter_ns()
-        _check_admitted([game.run("submit", submit_keys, submit_args)])
-        (claim,) = lanes.claimed_from_reply(queue.run("claim", claim_keys, claim_args), "").jobs
-        reply = game.run("score", score_keys, [score_args[0], claim.token, claim.request, *score_args[3:]])
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-        if int(reply[0]) != 1:
-            raise RuntimeError(f"score.lua answered {reply!r}")
-    return percentile(times, 50), percentile(times, 99)
 
 
 # --- Codemojex ----------------------------------------------------------------------------------------

@@ -6,9 +6,9 @@ worker``), each a process of its own, on one open round with 1,000 players, and 
 
 1. **The HTTP limit against the Redis limit.** Guesses POSTed as fast as the host answers (every player's
    connection at once, closed loop; after :data:`WARM_UP` untimed ones), against the raw pipelined
-   ``submit.lua`` loop of the same run (:func:`bench.game.limit_submit`); with the host processes' CPU per
-   request (µs, from ``/proc``) and the Redis calls per request (``INFO commandstats``: EVALSHA calls and
-   every command, those run inside scripts included), counted while no worker runs.
+   ``submit.lua`` loop of the same run (:func:`bench.game_limits.limit_submit`); with the host processes'
+   CPU per request (µs, from ``/proc``) and the Redis calls per request (``INFO commandstats``: EVALSHA
+   calls and every command, those run inside scripts included), counted while no worker runs.
 2. **Latency against offered load.** Open loop: guess *i* of a phase is sent at ``start + i / rate``
    whatever the replies (a free keep-alive connection is taken, or a new one opened), so a slow host shows
    as queueing, not as a slower client. At each rate (250, 500, 1,000, 1,500 and 2,000 guesses a second by
@@ -40,7 +40,8 @@ from typing import Any
 import httpx
 import redis
 
-from bench.game import arena, limit_submit
+from bench.arena import arena
+from bench.game_limits import limit_submit
 from bench.processes import cpu_s, stop
 from bench.report import Figure, Part, percentile, table
 from bench.traffic import closed_loop, guess_request, open_loop
