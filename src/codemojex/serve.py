@@ -65,7 +65,7 @@ from codemojex.embedded import (
 from codemojex.game import Game
 from codemojex.supervisor import ProofRunner, WorkerSupervisor
 from codemojex.web import hosts as web_hosts
-from codemojex.web.admission import Limits
+from codemojex.web.admission_limits import Limits
 from codemojex.web.app import create_app
 from codemojex.web.host import HostConfig
 from echomq.testing.server import ServerError

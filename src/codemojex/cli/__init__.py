@@ -57,7 +57,7 @@ def _pool_size(args: argparse.Namespace) -> int | None:
 def _serve(args: argparse.Namespace) -> int:
     from codemojex.schedule import RoundSettings  # noqa: PLC0415
     from codemojex.serve import ServeOptions, serve  # noqa: PLC0415  (only serve needs the web stack)
-    from codemojex.web.admission import Limits  # noqa: PLC0415
+    from codemojex.web.admission_limits import Limits  # noqa: PLC0415
     from codemojex.web.buckets import Rate  # noqa: PLC0415
 
     limits = Limits(

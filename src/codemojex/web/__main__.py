@@ -22,7 +22,7 @@ from fastapi import FastAPI
 
 from codemojex.game import GameSettings
 from codemojex.web import hosts
-from codemojex.web.admission import Limits
+from codemojex.web.admission_limits import Limits
 from codemojex.web.app import create_app
 from codemojex.web.buckets import Rate
 from codemojex.web.host import HostConfig

@@ -14,7 +14,7 @@ from codemojex.game import Game, GameSettings, check_int, translate_errors
 from codemojex.keys import PLAYER
 from codemojex.proof import CALLER_CAP, TOTAL_CAP
 from codemojex.supervisor import WorkerStatus
-from codemojex.web.admission import Limits
+from codemojex.web.admission_limits import Limits
 from echomq import Settings
 from echomq.partitions import MAX_PARTITIONS, partition_of
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from typing import Any
 
-from codemojex.web.admission import Limits
+from codemojex.web.admission_limits import Limits
 from codemojex.web.buckets import Rate
 from echomq.testing.server import die_with_parent
 

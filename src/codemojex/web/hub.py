@@ -51,7 +51,7 @@ from codemojex.errors import CodemojexError, NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.rounds import RoundStatus
 from codemojex.spread import SpreadGame, read_board
-from codemojex.web.admission import Limits
+from codemojex.web.admission_limits import Limits
 from codemojex.web.notices import board_event, closed_event, scored_event, solved_event
 from codemojex.web.subscribers import Event, Subscriber, TooManyStreams
 
