@@ -53,10 +53,16 @@ def _text(raw: Any) -> str:
 
 
 async def purge(
-    game: Game, *, retention_s: float, limit: int = ROUNDS_PER_PASS, batch: int = BATCH
+    game: Game,
+    *,
+    retention_s: float,
+    limit: int = ROUNDS_PER_PASS,
+    batch: int = BATCH,
+    only: Callable[[str], Awaitable[bool]] | None = None,
 ) -> list[str]:
     """Purge the per-guess data of the concluded rounds closed ``retention_s`` ago or more (at most
-    ``limit``, oldest first) whose guesses are all settled (see the module doc); the round ids purged."""
+    ``limit``, oldest first) whose guesses are all settled (see the module doc), and for which ``only``
+    answers True when given (a spread game's: its whole summary written); the round ids purged."""
     now = await rounds.server_ms(game)
     cutoff = now - int(retention_s * 1000)
     with translate_errors():
@@ -68,6 +74,8 @@ async def purge(
         round_id = _text(raw)
         if closed_ms > cutoff - PENDING_WAIT_MS and await history.pending_guesses(game, round_id) > 0:
             continue  # a guess admitted before the close is still queued: purged once it is settled
+        if only is not None and not await only(round_id):
+            continue
         await purge_round(game, round_id, batch=batch)
         purged.append(round_id)
         if len(purged) == limit:

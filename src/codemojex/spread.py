@@ -42,6 +42,7 @@ their player's partition, :mod:`codemojex.placement`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import zlib
@@ -213,18 +214,25 @@ async def open_round(
             secret=list(code), round_id=round_id, opens_at_ms=opens_at_ms,
         )  # fmt: skip
 
-    # A mend: the partitions that have the round answer first (one with other settings refuses before
-    # any other is written), and a round closed meanwhile in one is closed in those written now.
+    # The home first (any round anywhere is listed at home, where the upkeep copies it from: a call
+    # cut off after it leaves the rest to the next pass, :func:`codemojex.spread_upkeep.copy_live`);
+    # on a mend the partitions holding the round answer first, so one with other settings refuses
+    # before any other is written; a round closed meanwhile is closed in those written now.
+    home = spread.games[0]
     found = await asyncio.gather(*(_round_or_none(game, round_id) for game in spread.games))
+    if found[0] is None:
+        await open_in(home)
     first = [game for game, there in zip(spread.games, found, strict=True) if there is not None]
-    rest = [game for game, there in zip(spread.games, found, strict=True) if there is None]
+    rest = [game for game, there in zip(spread.games[1:], found[1:], strict=True) if there is None]
     for game in first:
         await open_in(game)
-    opened = await asyncio.gather(*(open_in(game) for game in rest))
-    closed = [there.closed_ms for there in found if there is not None and there.closed_ms is not None]
-    if closed and rest:
-        await close_round(spread, round_id)
-    return opened[0] if not first else await rounds.get_round(spread.games[0], round_id)
+    await asyncio.gather(*(open_in(game) for game in rest))
+    now_home = await rounds.get_round(home, round_id)
+    if rest and (now_home.closed_ms is not None or any(f is not None and f.closed_ms for f in found)):
+        with contextlib.suppress(RoundClosed):
+            await close_round(spread, round_id)
+        now_home = await rounds.get_round(home, round_id)
+    return now_home
 
 
 async def _round_or_none(game: Game, round_id: str) -> rounds.Round | None:
@@ -236,21 +244,35 @@ async def _round_or_none(game: Game, round_id: str) -> rounds.Round | None:
 
 async def close_round(spread: SpreadGame, round_id: str, *, operation: str | None = None) -> int:
     """Close ``round_id`` now in every partition, under one operation (:func:`codemojex.rounds.close_round`
-    in each, concurrently: each closes by its own server clock, so the partitions close within one round
-    trip of each other; a scheduled close is one instant everywhere). The latest close time. A lost reply:
-    call again with the same ``operation``, which answers as the first call did and closes any partition
-    it did not reach. :class:`RoundClosed` when every partition was closed already by another call or by
-    its close time; another error of a partition is raised once the others were closed."""
+    in each: the home partition first, then the others concurrently; each closes by its own server
+    clock, so the partitions close within two round trips of each other; a scheduled close is one
+    instant everywhere). The latest close time. The secret is revealed once every partition is closed;
+    a partition the opening has not reached yet is left to the upkeep, which copies the round there
+    closed (:func:`codemojex.spread_upkeep.copy_round`) and reveals it then. A lost reply: call again
+    with the same ``operation``, which answers as the first call did and closes any partition it did not
+    reach. :class:`UnknownRound` when the home has no such round, and any other error of the home's
+    before anything is closed; :class:`RoundClosed` when every partition was closed already by another
+    call or by its close time; another error of a partition is raised once the others were closed."""
     op = ids.mint(OPERATION) if operation is None else check_id(operation, OPERATION)
-    results = await asyncio.gather(
-        *(rounds.close_round(game, round_id, operation=op, reveal=False) for game in spread.games),
-        return_exceptions=True,
-    )
-    failures = [r for r in results if isinstance(r, BaseException) and not isinstance(r, RoundClosed)]
+    home, others = spread.games[0], spread.games[1:]
+    try:  # the home first: a partition closed means the home is (the copies and the reveal rest on it)
+        first: int | BaseException = await rounds.close_round(home, round_id, operation=op, reveal=False)
+    except RoundClosed as exc:
+        first = exc
+    rest = (rounds.close_round(game, round_id, operation=op, reveal=False) for game in others)
+    results = [first, *await asyncio.gather(*rest, return_exceptions=True)]
+    # a partition the opening has not reached yet is copied closed by the upkeep (its copy_round)
+    missing = any(isinstance(r, UnknownRound) for r in results[1:])
+    failures = [
+        r
+        for r in results[1:]
+        if isinstance(r, BaseException) and not isinstance(r, RoundClosed | UnknownRound)
+    ]
     if failures:
         raise failures[0]  # revealed nowhere: a partition may still be open
-    for game in spread.games:  # closed everywhere now: the secret may show
-        await rounds.reveal_secret(game, round_id)
+    if not missing:  # closed everywhere now: the secret may show
+        for game in spread.games:
+            await rounds.reveal_secret(game, round_id)
     closed = [r for r in results if isinstance(r, int)]
     if not closed:
         raise RoundClosed(f"round {round_id} is already closed")

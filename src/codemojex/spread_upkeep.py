@@ -7,10 +7,13 @@ settings, its state and ``schedule_round.lua``, which opens the next slot's roun
 workers, a lost reply: as on one game). :func:`copy_round` then writes that round to every partition
 that lacks it, from the home partition's stored row and secret verbatim (``open_round.lua`` with the
 same keyboard, prices, limit, secret, opening instant and duration), so every partition opens and closes
-it at the same instants; each pass copies the schedule's last round again where it is missing, so a
-worker that died between the two steps leaves the copy to the next pass (until then that partition
-answers the round's guesses ``UnknownRound``, nothing charged: the round opens ``gap_s`` after the last
-one closed, and a pass runs every few seconds).
+it at the same instants (a round the home closed early is copied closed at the home's instant); each
+pass copies every round of the home's ``live`` index where it is missing (:func:`copy_live`), so a
+worker, or an operator's open, that died between the home and the copies leaves them to the next pass,
+however many rounds opened since (until then that partition answers the round's guesses
+``UnknownRound``, nothing charged: the round opens ``gap_s`` after the last one closed, and a pass runs
+every few seconds). The conclusion copies a missing round first too, so a round is never left
+unconcluded for a partition the opening did not reach.
 
 **The conclusion.** A round is concluded once it is closed in every partition: each partition's
 ``conclude_round.lua`` concludes its own part (its players' counts, the top of its own board, its
@@ -23,7 +26,8 @@ web host reads history and summaries there (``history.read_summary(..., whole=Tr
 dies between the parts and the whole leaves a round the next pass finds closed with no whole summary:
 the parts answer what they wrote, and the same merge is written.
 
-**The retention** purges each partition's own per-guess data past the home settings' retention.
+**The retention** purges each partition's own per-guess data past the home settings' retention, of
+the rounds whose whole summary is written only.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 
 from codemojex import history, retention, rounds, schedule
 from codemojex.access import load_scripts
-from codemojex.errors import CodemojexError, ScriptError, UnknownRound
+from codemojex.errors import CodemojexError, RoundClosed, ScriptError, UnknownRound
 from codemojex.game import Game, translate_errors
 from codemojex.spread import SpreadGame, close_round, open_round
 
@@ -48,7 +52,10 @@ ROW = ("keyboard", "length", "prices", "max_guesses", "opens", "closes", "closed
 
 async def copy_round(spread: SpreadGame, round_id: str) -> int:
     """Write the home partition's round ``round_id`` to every partition that lacks it (see the module
-    doc); the number written. A round closed early at home is closed in those too."""
+    doc); the number written. A copy of a round the home closed early is written closed at the home's
+    close instant in the same script (``open_round.lua``'s closed-at), so no copy admits a guess after
+    it; and a close at home that lands while the copies are written closes them once written (read
+    again after). UnknownRound when the home has no such round (purged, or never opened)."""
     home = spread.games[0]
     keys = home.keys
     with translate_errors():
@@ -61,16 +68,32 @@ async def copy_round(spread: SpreadGame, round_id: str) -> int:
     lasted = int(closes) - int(opens) if int(closes or 0) > 0 else 0
     missing = [game for game, held in zip(spread.games[1:], there, strict=True) if not held]
     for game in missing:
-        args = [round_id, keyboard, length, prices, 0, lasted, max_guesses, _text(secret), opens]
+        args = [round_id, keyboard, length, prices, 0, lasted, max_guesses, _text(secret), opens, closed or 0]
         gkeys = game.keys
         reply = await game.run(
             "open_round", [gkeys.round(round_id), gkeys.secret(round_id), gkeys.rounds, gkeys.live], args
         )
         if int(reply[0]) != 1:
             raise ScriptError(f"partition {game.bus.tag} holds round {round_id} with other settings")
-    if missing and closed:  # closed early at home: the copies close (with the reveal once all are)
-        await close_round(spread, round_id)
+    if missing and not closed:
+        with translate_errors():
+            closed_now = await home.redis.hget(keys.round(round_id), "closed")
+        if closed_now is not None:  # closed at home while the copies were written: they close too
+            with contextlib.suppress(RoundClosed):
+                await close_round(spread, round_id)
     return len(missing)
+
+
+async def copy_live(spread: SpreadGame) -> int:
+    """:func:`copy_round` for every round of the home partition's ``live`` index (open, opening later,
+    or closed and not concluded yet), so a round written at home alone (a worker or an operator's call
+    that died between the home and the copies, however many rounds opened since) is copied by the next
+    pass; the number of copies written."""
+    written = 0
+    for the_round in await rounds.live_rounds(spread.games[0]):
+        with contextlib.suppress(UnknownRound):  # purged meanwhile: nothing to copy
+            written += await copy_round(spread, the_round.id)
+    return written
 
 
 def _text(value: Any) -> str:
@@ -78,15 +101,12 @@ def _text(value: Any) -> str:
 
 
 async def schedule_step(spread: SpreadGame, settings: schedule.RoundSettings | None = None) -> str | None:
-    """:func:`codemojex.schedule.step` in the home partition, then the schedule's last round copied
-    where it is missing; the id opened now, else None."""
+    """:func:`codemojex.schedule.step` in the home partition, then every live round copied where it is
+    missing (:func:`copy_live`); the id opened now, else None."""
     home = spread.games[0]
     settings = settings or await schedule.read_settings(home)
     opened = await schedule.step(home, settings)
-    last = await schedule.scheduled_round(home)
-    if last is not None:
-        with contextlib.suppress(UnknownRound):  # purged at home: nothing to copy
-            await copy_round(spread, last)
+    await copy_live(spread)
     return opened
 
 
@@ -104,6 +124,7 @@ async def conclude_round(spread: SpreadGame, round_id: str) -> tuple[bool, histo
         written = await home.redis.hget(home.keys.whole_summaries, round_id)
     if written is not None:
         return False, history.parse_summary(written)
+    await copy_round(spread, round_id)  # a partition never reached by the opening: written now
     now = await rounds.server_ms(home)
     found = [await rounds.get_round(game, round_id) for game in spread.games]
     if any(part.status_at(now) is not rounds.RoundStatus.CLOSED for part in found):
@@ -196,8 +217,16 @@ async def ensure_round(
 
 
 async def purge(spread: SpreadGame, retention_s: float) -> list[str]:
-    """:func:`codemojex.retention.purge` in every partition; the rounds purged (each named once)."""
+    """:func:`codemojex.retention.purge` in every partition, of the rounds whose whole summary is
+    written only (a partition's part purged before the whole would leave a round no pass can conclude:
+    the merge reads every part's round); the rounds purged (each named once)."""
+    home = spread.games[0]
+
+    async def whole_written(round_id: str) -> bool:
+        with translate_errors():
+            return bool(await home.redis.hexists(home.keys.whole_summaries, round_id))
+
     purged: list[str] = []
     for game in spread.games:
-        purged += await retention.purge(game, retention_s=retention_s)
+        purged += await retention.purge(game, retention_s=retention_s, only=whole_written)
     return list(dict.fromkeys(purged))

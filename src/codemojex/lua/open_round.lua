@@ -23,6 +23,10 @@
     ARGV[8] secret (JSON list of `length` keys of the keyboard)
     ARGV[9] opens at (ms on the server clock; optional, 0 or absent = now + delay): a round spread
             over partitions (codemojex.spread) opens and closes at the same instant in each of them
+    ARGV[10] closed at (ms; optional, 0 or absent = open): a copy of a spread round that its home
+            partition closed early is written closed at that instant, in this one step, so no copy
+            ever admits a guess after the home's close (codemojex.spread_upkeep.copy_round); a
+            round found existing is left as it is
 
   Output:
     { 1, opens_ms }  created, now or by an earlier call with the same arguments
@@ -32,6 +36,7 @@ local roundKey, secretKey, roundsKey, liveKey = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local roundId, keyboard, length, prices = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delayMs, durationMs, maxGuesses, secret, opensAt =
   tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8], tonumber(ARGV[9] or '0') or 0
+local closedAt = tonumber(ARGV[10] or '0') or 0
 
 local existing = redis.call('HMGET', roundKey, 'opens', 'keyboard', 'length', 'prices', 'max_guesses',
   'closes')
@@ -53,6 +58,7 @@ local closes = 0
 if durationMs > 0 then closes = opens + durationMs end
 redis.call('HSET', roundKey, 'keyboard', keyboard, 'length', length, 'prices', prices,
   'created', now, 'opens', opens, 'closes', closes, 'max_guesses', maxGuesses, 'status', 'open')
+if closedAt > 0 then redis.call('HSET', roundKey, 'status', 'closed', 'closed', closedAt) end
 redis.call('SET', secretKey, secret)
 redis.call('ZADD', roundsKey, opens, roundId)
 redis.call('ZADD', liveKey, opens, roundId)
