@@ -25,30 +25,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import redis
 
+from bench import load_setup as setup
 from bench.arena import arena
 from bench.game_limits import limit_submit
 from bench.processes import cpu_s, stop
 from bench.report import Figure, Part, percentile, table
-from bench.traffic import closed_loop, guess_request, open_loop
-from codemojex import rounds, wallet
-from codemojex.game import Game, GameSettings
+from bench.traffic import closed_loop, open_loop
 from codemojex.keys import JOB, GameKeys, guess_of
-from echomq.testing.server import RedisProcess, free_port
+from echomq.testing.server import RedisProcess
 
 RATES = (250, 500, 1000, 1500, 2000)  # issue 14's three, then past them: the highest sustained is shown
 TARGET_RATES = (250, 500, 1000)  # the rates whose p99 has the target (past them, the machine's edge)
@@ -93,79 +87,6 @@ def sustained(points: list[Point]) -> float | None:
     """The highest offered rate of ``points`` with p99 within the target and no error."""
     good = [p.rate for p in points if p.p99 <= TARGET_P99_MS and p.errors == 0]
     return max(good) if good else None
-
-
-def _commands(client: redis.Redis) -> tuple[int, int]:
-    """(EVALSHA calls, every command's calls, inside scripts too) so far."""
-    stats = client.info("commandstats")
-    evalsha = int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
-    return evalsha, sum(int(v.get("calls", 0)) for v in stats.values())
-
-
-@contextlib.contextmanager
-def _host(url: str, tag: str, hosts: int, logs: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    port = free_port()
-    argv = [sys.executable, "-m", "codemojex.web", "--redis-url", url, "--tag", tag, "--port", str(port)]
-    argv += ["--max-queued", "1000000", "--unlimited", "--hosts", str(hosts)]
-    with (logs / "host.log").open("wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the host did not start: {(logs / 'host.log').read_text()[-2000:]}")
-            time.sleep(0.05)
-        yield port, proc
-    finally:
-        stop([proc])
-
-
-def _workers(url: str, tag: str, count: int, concurrency: int, logs: Path) -> list[subprocess.Popen[bytes]]:
-    argv = [sys.executable, "-m", "codemojex.cli", "--redis-url", url, "--tag", tag]
-    argv += ["--log-level", "WARNING", "worker", "--concurrency", str(concurrency)]
-    with (logs / "workers.log").open("ab") as err:
-        return [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err) for _ in range(count)]
-
-
-async def _join(port: int, count: int) -> list[tuple[str, str]]:
-    """``count`` players joined over HTTP: their ids and tokens."""
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-
-        async def one(i: int) -> tuple[str, str]:
-            for _ in range(5):  # a connection the host closed meanwhile (keep-alive timeout): again
-                try:
-                    reply = (await client.post("/api/players", json={"name": f"load {i}"})).json()
-                except httpx.TransportError:
-                    await asyncio.sleep(0.1)
-                    continue
-                return reply["player_id"], reply["token"]
-            raise RuntimeError(f"player {i} could not join")
-
-        tokens: list[tuple[str, str]] = []
-        for start in range(0, count, 50):
-            tokens += await asyncio.gather(*(one(i) for i in range(start, min(count, start + 50))))
-        return tokens
-
-
-async def _fund(url: str, tag: str, round_id: str, players: list[str], each: int) -> None:
-    """Credit each player ``each`` of the round's first currency."""
-    game = Game.from_url(url, tag=tag, settings=GameSettings(max_queued=1_000_000))
-    async with game:
-        currency, _ = (await rounds.get_round(game, round_id)).prices[0]
-        for player in players:
-            await wallet.credit(game, player, currency, each, reason="bench")
-
-
-def _plan(a: Any, tokens: list[str], count: int, port: int) -> list[bytes]:
-    return [
-        guess_request(port, a.round_id, tokens[i % len(tokens)], guess)
-        for i, (_, _, guess) in enumerate(a.guesses(count))
-    ]
 
 
 def _scored(client: redis.Redis, keys: GameKeys, jobs: list[str], deadline: float) -> dict[str, int]:
@@ -232,17 +153,19 @@ def measure(
     a = arena(url, "load", 1, 0)
     keys = GameKeys(a.tag)
     info: dict[str, Any] = {"seconds": seconds, "players": players, "hosts": hosts, "workers": workers}
-    with _host(url, a.tag, hosts, logs) as (port, host):
-        joined = asyncio.run(_join(port, players))
+    with setup.host(url, a.tag, hosts, logs) as (port, host):
+        joined = asyncio.run(setup.join(port, players))
         tokens = [token for _, token in joined]
-        asyncio.run(_fund(url, a.tag, a.round_id, [player for player, _ in joined], total // players + 2))
+        asyncio.run(
+            setup.fund(url, a.tag, a.round_id, [player for player, _ in joined], total // players + 2)
+        )
         # Untimed first: the host learns the round on the routes' path, opens its connections, loads its
         # scripts; the figure is the steady state.
-        _, warm_errors = asyncio.run(closed_loop(port, _plan(a, tokens, warm, port), min(players, 100)))
-        requests = _plan(a, tokens, fill, port)
-        cpu, calls = cpu_s(host.pid), _commands(client)
+        _, warm_errors = asyncio.run(closed_loop(port, setup.plan(a, tokens, warm, port), min(players, 100)))
+        requests = setup.plan(a, tokens, fill, port)
+        cpu, calls = cpu_s(host.pid), setup.commands(client)
         http, fill_errors = asyncio.run(closed_loop(port, requests, min(players, 100)))
-        cpu, after = cpu_s(host.pid) - cpu, _commands(client)
+        cpu, after = cpu_s(host.pid) - cpu, setup.commands(client)
         info |= {
             "http_guesses_per_s": http,
             "raw_submit_per_s": raw,
@@ -251,14 +174,15 @@ def measure(
             "evalsha_per_guess": (after[0] - calls[0]) / fill,
             "commands_per_guess": (after[1] - calls[1] - 1) / fill,  # less the INFO call itself
         }
-        procs = _workers(url, a.tag, workers, concurrency, logs)
+        procs = setup.workers(url, a.tag, workers, concurrency, logs)
         try:
             deadline = time.monotonic() + SCORED_WAIT_S
             before = warm + fill - warm_errors - fill_errors
             while client.zcard(keys.scored(a.round_id)) < before and time.monotonic() < deadline:
                 time.sleep(0.1)  # the fill's guesses scored before the first phase
             points = [
-                phase(client, keys, port, _plan(a, tokens, int(rate * seconds), port), rate) for rate in rates
+                phase(client, keys, port, setup.plan(a, tokens, int(rate * seconds), port), rate)
+                for rate in rates
             ]
         finally:
             stop(procs)
