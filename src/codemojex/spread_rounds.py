@@ -149,7 +149,7 @@ async def reveal_closed(spread: SpreadGame, limit: int = 50) -> list[str]:
     for round_id, secret in zip(closed, shown, strict=True):
         if secret is not None:
             continue
-        states = await asyncio.gather(*(_closed_in(game, round_id) for game in spread.games[1:]))
+        states = await asyncio.gather(*(closed_in(game, round_id) for game in spread.games[1:]))
         if all(states):
             for game in spread.games:
                 await rounds.reveal_secret(game, round_id)
@@ -157,6 +157,7 @@ async def reveal_closed(spread: SpreadGame, limit: int = 50) -> list[str]:
     return revealed
 
 
-async def _closed_in(game: Game, round_id: str) -> bool:
+async def closed_in(game: Game, round_id: str) -> bool:
+    """Whether ``game`` (one partition) holds ``round_id`` closed by its own server clock."""
     there = await _round_or_none(game, round_id)
     return there is not None and there.status_at(await rounds.server_ms(game)) is rounds.RoundStatus.CLOSED

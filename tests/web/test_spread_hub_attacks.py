@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from codemojex import spread
+from codemojex import rounds, spread
 from codemojex.game import Game
 from codemojex.spread import SpreadGame
+from codemojex.web import hub as hub_module
 from codemojex.web.admission import Limits
 from codemojex.web.hub import Hub
 from codemojex.web.subscribers import Subscriber
+from tests.support.workers import eventually
 
 P = 3
 PLAYER = "PLR" + "1" * 23
@@ -67,3 +69,26 @@ async def _scored_guesses(subscriber: Subscriber, within_s: float) -> list[str]:
     except TimeoutError:
         pass
     return found
+
+
+async def test_a_round_closed_at_home_alone_keeps_its_streams_until_every_partition_is_closed(
+    redis_server, tag, monkeypatch
+):
+    """An early close cut off after the home partition: the round still takes guesses elsewhere, so
+    its watchers' streams are not ended as closed; once every partition is closed they are."""
+    monkeypatch.setattr(hub_module, "CLOSE_WAIT_MS", 0)  # no conclusion is coming: end at once
+    game = SpreadGame.from_url(redis_server.url, tag, P)
+    readers = [Game.from_url(redis_server.url, g.bus.tag, max_connections=1) for g in game.games]
+    hub = Hub(game.games[0], limits=Limits(stream_check_s=0.1), spread=game, readers=readers)
+    try:
+        round_id = (await spread.open_round(game, size=8)).id
+        watcher = await hub.subscribe(round_id, PLAYER)
+        await rounds.close_round(game.games[0], round_id, reveal=False)  # the home alone, then cut off
+        await asyncio.sleep(1.0)  # ten checks
+        assert not watcher.ended
+        for part in game.games[1:]:
+            await rounds.close_round(part, round_id, reveal=False)
+        await eventually(lambda: watcher.ended, timeout=10, what="the stream ended once closed everywhere")
+    finally:
+        await hub.close()
+        await game.aclose()

@@ -37,7 +37,9 @@ cluster the partitions' streams are in different slots), each on its own connect
 merged one (:func:`codemojex.spread.read_board`), a token is checked in its own partition, and the
 ``closed`` event is the whole game's summary (:mod:`codemojex.spread_upkeep`), which the home
 partition's stream carries as its ``concluded`` entry (a partition's own ``closed`` entry only makes
-the hub look for it at once; the periodic check finds it otherwise).
+the hub look for it at once; the periodic check finds it otherwise). A round closed at home and not yet
+in another partition (an early close cut off midway) is still open there: its streams go on until it
+is closed in every partition.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from codemojex.errors import CodemojexError, NotFound
 from codemojex.game import Game, translate_errors
 from codemojex.rounds import RoundStatus
 from codemojex.spread import SpreadGame, read_board
+from codemojex.spread_rounds import closed_in
 from codemojex.web.admission_limits import Limits
 from codemojex.web.notices import board_event, closed_event, scored_event, solved_event
 from codemojex.web.subscribers import Event, Subscriber, TooManyStreams
@@ -212,6 +215,13 @@ class Hub:
             except NotFound:
                 the_round = None
             if the_round is not None and the_round.status_at(now) is not RoundStatus.CLOSED:
+                continue
+            if (
+                the_round is not None
+                and not all(  # a spread round: until closed in every partition
+                    await asyncio.gather(*(closed_in(game, round_id) for game in self.games[1:]))
+                )
+            ):
                 continue
             summary = await history.read_summary(self.game, round_id, whole=self.spread is not None)
             if summary is not None:
