@@ -33,8 +33,10 @@ from codemojex.cli.arguments import bus_settings
 from codemojex.cli.commands import Command, Result
 from codemojex.cli.exits import EXIT_INTERRUPTED, UsageError, explain
 from codemojex.cli.parser import build_parser
+from codemojex.cli.spread_commands import SPREAD
 from codemojex.errors import CodemojexError
 from codemojex.game import Game
+from codemojex.spread import SpreadGame
 from echomq.cli.env import redis_url as env_redis_url
 from echomq.errors import EchoMQError
 from echomq.worker import logs
@@ -153,19 +155,34 @@ def _conformance(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> Result:
+    run: Command = args.run
+    partitions = getattr(args, "partitions", 1) if run in SPREAD else 1
     try:
-        game = Game.from_url(
-            _url(args),
-            tag=args.tag,
-            bus_settings=bus_settings(args),
-            cluster=args.cluster,
-            max_connections=_pool_size(args),
-        )
+        if partitions > 1:
+            spread = SpreadGame.from_url(
+                _url(args),
+                tag=args.tag,
+                partitions=partitions,
+                bus_settings=bus_settings(args),
+                cluster=args.cluster,
+                max_connections=_pool_size(args),
+            )
+        else:
+            game = Game.from_url(
+                _url(args),
+                tag=args.tag,
+                bus_settings=bus_settings(args),
+                cluster=args.cluster,
+                max_connections=_pool_size(args),
+            )
     except (EchoMQError, CodemojexError):
         raise
     except ValueError as exc:  # redis-py cannot read the URL
         raise UsageError(f"bad Redis URL: {exc}") from None
-    run: Command = args.run
+    if partitions > 1:
+        async with spread:
+            await spread.check_layout()  # another P than the game's: refused before anything runs
+            return await SPREAD[run](spread, args)
     async with game:
         return await run(game, args)
 

@@ -17,12 +17,14 @@ from codemojex.cli.exits import EXIT_OK
 from codemojex.cli.render import fields, keys_text, round_json, round_lines, table, time_text
 from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
+from codemojex.players import Player
 from codemojex.refunds import Refund, Refunder
 from codemojex.score_worker import ScoreWorker
 from codemojex.spread import SpreadGame
 from codemojex.spread_worker import run_spread_worker
 from codemojex.trials import Expirer
 from codemojex.upkeep import Upkeep
+from codemojex.wallet import Wallet
 from echomq.partitions import PartitionedBus
 from echomq.worker.handler import Handler
 from echomq.worker.runner import Worker
@@ -132,6 +134,11 @@ async def player_new(game: Game, args: argparse.Namespace) -> Result:
     player = await players.register(game, args.name)
     code = await recovery.issue(game, player.id)  # the way into the Play page for this player
     purse = await wallet.read_wallet(game, player.id, ledger_limit=1)
+    return player_result(game, player, purse, code)
+
+
+def player_result(game: Game, player: Player, purse: Wallet, code: str) -> Result:
+    """What ``player new`` prints of a player registered in ``game``."""
     allowance = dict(game.settings.allowance)  # the economy: topped up at each round's first guess
     data = {
         "id": player.id,
@@ -159,7 +166,11 @@ async def board_show(game: Game, args: argparse.Namespace) -> Result:
     await rounds.get_round(game, args.round)
     if args.rebuild:
         await leaderboard.rebuild(game, args.round)
-    entries = await leaderboard.read_board(game, args.round, args.limit)
+    return board_result(args.round, await leaderboard.read_board(game, args.round, args.limit))
+
+
+def board_result(round_id: str, entries: list[leaderboard.Entry]) -> Result:
+    """What ``board`` prints of a round's board."""
     data = [
         {
             "rank": entry.rank,
@@ -174,7 +185,7 @@ async def board_show(game: Game, args: argparse.Namespace) -> Result:
         for entry in entries
     ]
     if not data:
-        return Result(data, [f"no scored guesses in round {args.round} yet"])
+        return Result(data, [f"no scored guesses in round {round_id} yet"])
     rows = [
         [
             row["rank"],
@@ -234,6 +245,11 @@ async def refund_run(game: Game, args: argparse.Namespace) -> Result:
     else:
         done = await refunds.refund_dead(game, since_ms=0)
         checked, refunded, outcomes = done.checked, list(done.refunded), {}
+    return refund_result(checked, refunded, outcomes)
+
+
+def refund_result(checked: int, refunded: list[str], outcomes: dict[str, str]) -> Result:
+    """What ``refund`` prints."""
     data = {"checked": checked, "refunded": refunded, "outcomes": outcomes}
     lines = [f"{len(refunded)} of {checked} dead jobs refunded now"]
     lines += [f"  {job}: {outcome}" for job, outcome in outcomes.items()]

@@ -13,6 +13,7 @@ from codemojex.cli import acl, commands, play, processes
 from codemojex.cli.arguments import count, id_type, position, price, seconds
 from codemojex.cli.commands import Command
 from codemojex.cli.exits import PROG
+from codemojex.cli.spread_commands import SPREAD
 from codemojex.engine import LENGTH
 from codemojex.keys import JOB, PLAYER, ROUND
 from echomq.cli.env import DEFAULT_URL
@@ -73,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     def leaf(group: Any, name: str, run: Command, help_text: str) -> argparse.ArgumentParser:
         command: argparse.ArgumentParser = group.add_parser(name, parents=[common], help=help_text)
         command.set_defaults(run=run)
+        if run in SPREAD:  # the same command on a spread game (codemojex.cli.spread_commands)
+            command.add_argument(
+                "--partitions",
+                type=count(1, MAX_PARTITIONS),
+                default=1,
+                metavar="P",
+                help="a spread game over tags <tag>.0 ... <tag>.<P-1> (default 1: one game on the tag)",
+            )
         return command
 
     round_group = sub.add_parser("round", help="open, close, show and list rounds").add_subparsers(
