@@ -32,7 +32,33 @@ import redis.cluster
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 
 from echomq._validate import check_int
-from echomq.errors import InvalidOption
+from echomq.errors import InvalidOption, closed_under_call
+
+# How many times a cluster call closed under it by a concurrent disconnect is sent again (ClusterClient).
+CLOSED_UNDER_CALL_TRIES = 3
+
+
+class ClusterClient(redis.asyncio.RedisCluster):
+    """redis-py's asyncio cluster client, with a call whose connection a concurrent disconnect closed
+    under it sent again on a new connection, as the client itself retries a ``ConnectionError``.
+
+    redis-py 8.1's cluster client disconnects a node's connections from other tasks (a refreshed slot
+    map, a node marked failed, ``CLUSTERDOWN``); one caught between connecting and its first write, or
+    waiting for its reply, fails with an ``AttributeError`` ('NoneType' object has no attribute
+    'writelines') that the client's own retry does not know (redis-py issues #4287, #3546), and that
+    :mod:`echomq.errors` reports as :class:`~echomq.errors.RedisUnavailable`. Sent again, the call finds a
+    healthy server: a fresh client met it as its first calls ran side by side (a partitioned worker's and
+    a producer's first calls, CI). The call was sent at most once before: every EchoMQ script is written
+    so that its retry is harmless, as for redis-py's retry after a lost reply (see the module's doc)."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        for attempt in range(1, CLOSED_UNDER_CALL_TRIES + 1):
+            try:
+                return await super().execute_command(*args, **kwargs)
+            except AttributeError as exc:
+                if attempt == CLOSED_UNDER_CALL_TRIES or not closed_under_call(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def client_options(max_connections: int | None) -> dict[str, Any]:
@@ -151,7 +177,7 @@ def async_twin(
     cluster client a ``redis.asyncio.RedisCluster`` (it connects on first use)."""
     if isinstance(client, redis.asyncio.RedisCluster):
         nodes, options = _cluster_options(client)
-        return redis.asyncio.RedisCluster(
+        return ClusterClient(
             startup_nodes=[AsyncClusterNode(host, port) for host, port in nodes],
             socket_timeout=socket_timeout,
             decode_responses=False,

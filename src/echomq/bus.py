@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from redis.asyncio import Redis, RedisCluster
+from redis.asyncio import Redis
 
 from echomq import dead, finish, inspection, jobs, lanes, stats, sweep
-from echomq._clients import client_options
+from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
@@ -58,7 +58,7 @@ class Bus(BusCore):
         its scripts comes on top."""
         options = client_options(max_connections)
         if cluster:
-            return cls(RedisCluster.from_url(url, **options), tag, settings)
+            return cls(ClusterClient.from_url(url, **options), tag, settings)
         return cls(Redis.from_url(url, **options), tag, settings)
 
     def route(self, lane: str) -> Bus:

@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
 
-from echomq._clients import client_options
+from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, Settings
@@ -108,7 +108,7 @@ class PartitionedBus:
     ) -> PartitionedBus:
         """Like :meth:`echomq.Bus.from_url`, over ``partitions`` tags."""
         options = client_options(max_connections)
-        client = RedisCluster.from_url(url, **options) if cluster else Redis.from_url(url, **options)
+        client = ClusterClient.from_url(url, **options) if cluster else Redis.from_url(url, **options)
         return cls(client, tag, partitions, settings)
 
     @property
