@@ -42,17 +42,20 @@ class Result:
 Command = Callable[[Game, argparse.Namespace], Coroutine[Any, Any, Result]]
 
 
+def round_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of ``open_round`` (one game's or a spread game's) from ``round open``."""
+    return {
+        "keyboard": None if args.keyboard is None else "".join(args.keyboard.split()),
+        "size": args.size,
+        "prices": args.prices,
+        "delay_s": args.delay,
+        "duration_s": args.duration,
+        "max_guesses": args.max_guesses,
+    }
+
+
 async def round_open(game: Game, args: argparse.Namespace) -> Result:
-    keyboard = None if args.keyboard is None else "".join(args.keyboard.split())
-    the_round = await rounds.open_round(
-        game,
-        keyboard=keyboard,
-        size=args.size,
-        prices=args.prices,
-        delay_s=args.delay,
-        duration_s=args.duration,
-        max_guesses=args.max_guesses,
-    )
+    the_round = await rounds.open_round(game, **round_options(args))
     data = round_json(the_round, await rounds.server_ms(game))
     return Result(data, round_lines(data, the_round))
 

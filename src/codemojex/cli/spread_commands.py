@@ -21,7 +21,7 @@ from typing import Any
 
 from codemojex import leaderboard, recovery, refunds, rounds, spread, wallet
 from codemojex.cli import commands, play
-from codemojex.cli.commands import Command, Result
+from codemojex.cli.commands import Command, Result, round_options
 from codemojex.cli.render import fields, keys_text, round_json, round_lines, time_text
 from codemojex.errors import NotFound
 from codemojex.game import Game, translate_errors
@@ -50,16 +50,7 @@ def at_home(command: Command) -> SpreadCommand:
 
 
 async def round_open(game: SpreadGame, args: argparse.Namespace) -> Result:
-    keyboard = None if args.keyboard is None else "".join(args.keyboard.split())
-    the_round = await spread.open_round(
-        game,
-        keyboard=keyboard,
-        size=args.size,
-        prices=args.prices,
-        delay_s=args.delay,
-        duration_s=args.duration,
-        max_guesses=args.max_guesses,
-    )
+    the_round = await spread.open_round(game, **round_options(args))
     data = round_json(the_round, await rounds.server_ms(game.games[0]))
     data["partitions"] = len(game.games)
     return Result(data, round_lines(data, the_round))
