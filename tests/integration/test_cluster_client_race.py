@@ -66,7 +66,6 @@ async def test_a_partitioned_bus_layout_check_whose_connection_is_closed_under_i
         f"redis://127.0.0.1:{cluster.ports[0]}/0", tag="race-p", partitions=3, cluster=True
     )
     try:
-        await pbus.partitions[0].redis.initialize()
         first = pbus.partitions[0]
         await first.redis.get(first.keys.layout)  # one connection to the node, free
         closer = await _race_next_call(first.redis, first.keys.layout)
