@@ -19,19 +19,23 @@ from echomq.errors import (
     InvalidPayload,
     InvalidTag,
     InvalidToken,
+    JobDead,
     NotDurable,
     PayloadTooLarge,
     Permanent,
     RedisUnavailable,
+    ResultExpired,
+    ResultTimeout,
     ScriptError,
     UnknownJob,
 )
+from echomq.flow import FlowSettings, Rate
 from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob
 from echomq.keyspace import Keyspace
 from echomq.lanes import Claimed
 from echomq.partitions import PartitionedBus, partition_of
-from echomq.states import Admission, Failure, Finish, JobState, Lease, Release
+from echomq.states import Admission, Control, Failure, Finish, JobState, Lease, Release
 from echomq.stats import LaneStats, Stats
 from echomq.sweep import SweepReport
 from echomq.sync import SyncBus
@@ -45,10 +49,12 @@ __all__ = [
     "Bus",
     "Claim",
     "Claimed",
+    "Control",
     "DeadRetry",
     "EchoMQError",
     "Failure",
     "Finish",
+    "FlowSettings",
     "InvalidId",
     "InvalidInput",
     "InvalidLane",
@@ -57,6 +63,7 @@ __all__ = [
     "InvalidTag",
     "InvalidToken",
     "Job",
+    "JobDead",
     "JobInfo",
     "JobState",
     "Keyspace",
@@ -67,8 +74,11 @@ __all__ = [
     "PartitionedBus",
     "PayloadTooLarge",
     "Permanent",
+    "Rate",
     "RedisUnavailable",
     "Release",
+    "ResultExpired",
+    "ResultTimeout",
     "ScriptError",
     "Settings",
     "Stats",

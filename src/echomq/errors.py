@@ -12,6 +12,9 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   │   └── PayloadTooLarge               payload over the bus's size limit
     │   └── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
+│   └── ResultExpired                     the job finished but its row is trimmed: its result is gone
+├── JobDead                               the job awaited was dead-lettered (failed, cancelled, revoked)
+├── ResultTimeout (also TimeoutError)     the job awaited did not finish in time
     ├── ScriptError                           a Lua script answered something outside its contract
     ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
     └── Permanent                             raised by a worker handler: dead-letter the job now, no retry
@@ -71,6 +74,24 @@ class InvalidOption(InvalidInput):
 
 class UnknownJob(EchoMQError, LookupError):
     """No row exists for that job id: it was never admitted, or its tombstone expired."""
+
+
+class ResultExpired(UnknownJob):
+    """The job finished, but its row was trimmed to a tombstone past the result ttl: its result is gone."""
+
+
+class JobDead(EchoMQError):
+    """The job awaited was dead-lettered: it failed for good, or was cancelled or revoked. ``error`` is
+    the row's error text (``cancelled: ...``, ``revoked: ...`` or the handler's last failure)."""
+
+    def __init__(self, job: str, error: str) -> None:
+        super().__init__(f"job {job} is dead: {error}")
+        self.job = job
+        self.error = error
+
+
+class ResultTimeout(EchoMQError, TimeoutError):
+    """The job awaited did not finish within the timeout (it may still finish later)."""
 
 
 class ScriptError(EchoMQError):

@@ -65,6 +65,10 @@ KEY_COUNTS: dict[str, int] = {
     "retry_dead": 6,
     "sweep": 9,
     "stats": 7,
+    "flow": 6,
+    "cancel": 6,
+    "revoke": 6,
+    "await": 1,
 }
 
 _INCLUDE = re.compile(r'^-- @include "([a-z_]+)"$', re.MULTILINE)
