@@ -234,7 +234,9 @@ def parse(text: object) -> Timetable:
             f"a schedule is at most {MAX_TEXT} printable ASCII characters, got {text[:40]!r}"
         )
     stripped = text.strip()
-    word, *rest = stripped.split(None, 1) or [""]
+    if not stripped:
+        raise InvalidSchedule("a schedule is a cron expression or '@every ...', got an empty text")
+    word, *rest = stripped.split(None, 1)
     if word.lower() == "@every":
         return _every("".join(rest).strip().lower(), text)
     if stripped.startswith("@"):
