@@ -11,6 +11,7 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   ├── InvalidPayload                    payload that is not bytes; error text UTF-8 cannot encode
     │   │   └── PayloadTooLarge               payload over the bus's size limit
     │   └── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
+    │       └── InvalidSchedule               a cron expression or interval that cannot be read or never fires
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
 │   └── ResultExpired                     the job finished but its row is trimmed: its result is gone
 ├── JobDead                               the job awaited was dead-lettered (failed, cancelled, revoked)
@@ -70,6 +71,10 @@ class PayloadTooLarge(InvalidPayload):
 
 class InvalidOption(InvalidInput):
     """An option is out of its documented range."""
+
+
+class InvalidSchedule(InvalidOption):
+    """A cron expression or interval (:mod:`echomq.cron`) is ill-formed, out of range, or never fires."""
 
 
 class UnknownJob(EchoMQError, LookupError):
