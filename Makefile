@@ -11,12 +11,14 @@ XDIST  := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 AXE_DIR   := tests/browser/axe
 AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 
-.PHONY: run test test-compat test-fast lint typecheck check bench faults clean
+.PHONY: run test test-compat test-fast lint typecheck check docs wheels bench faults clean
 
-$(STAMP): pyproject.toml
+# two distributions, both editable: echomq (this folder: the queue, with the suite's, the benchmark's and the
+# documentation site's extras) and codemojex (game/: the game on it, with its browser and HTTP test tools)
+$(STAMP): pyproject.toml game/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench,docs]' -e './game[test]'
 	touch $(STAMP)
 
 $(AXE_STAMP): $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json
@@ -27,8 +29,9 @@ $(AXE_STAMP): $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json
 run: $(STAMP)
 	$(BIN)/codemojex serve
 
-## test: lint, type check and the whole suite against real redis-server processes
-test: $(STAMP) $(AXE_STAMP) lint typecheck
+## test: lint, type check, the documentation site, both wheels, and the whole suite against real
+## redis-server processes
+test: $(STAMP) $(AXE_STAMP) lint typecheck docs wheels
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 ## test-compat: every test of the scripts, the queue and the game again, on the Redis 6.2 build that
@@ -48,14 +51,24 @@ test-fast: $(STAMP) $(AXE_STAMP)
 	$(BIN)/python -m pytest $(XDIST) -m 'not slow' $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src game tests bench .ci
+	$(BIN)/ruff format --check src game tests bench .ci
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing
 
 check: lint typecheck test
+
+## docs: the documentation site (mkdocs.yml, docs/site/, the API reference from the docstrings) into site/;
+## --strict: a broken link, a missing page or a docstring reference that does not resolve fails the build
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
+
+## wheels: build both distributions' wheels and install them in a fresh venv: echomq alone must bring only
+## redis and hiredis (and their own dependencies) and import whole; codemojex's must install beside it
+wheels: $(STAMP)
+	$(BIN)/python .ci/check_wheels.py
 
 ## bench: every figure of issue 14 in one table (its target and its ratio to the Redis limit of the same run),
 ## saved to bench/results/bench-latest.{json,md,png}; BENCH_ARGS=--quick for a smoke run of a few minutes,
@@ -80,4 +93,4 @@ faults: $(STAMP)
 		--seed 2029 --report bench/results/faults-pause-latest.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data $(AXE_DIR)/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .echomq-data site $(AXE_DIR)/node_modules

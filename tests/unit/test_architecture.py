@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
+# each package's source folder (two distributions: echomq at the root, codemojex in game/)
+SOURCES = {"echomq": ROOT / "src", "codemojex": ROOT / "game" / "src"}
+GAME = SOURCES["codemojex"] / "codemojex"
 
 
 def imports_of(path: Path) -> set[str]:
@@ -28,15 +31,16 @@ def imports_of(path: Path) -> set[str]:
     return names
 
 
-def module_name(path: Path) -> str:
+def module_name(path: Path, src: Path) -> str:
     """The dotted name of the module at ``path`` under ``src`` (a package's ``__init__`` is the package)."""
-    parts = path.relative_to(SRC).with_suffix("").parts
+    parts = path.relative_to(src).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def modules_of(package: str) -> dict[str, Path]:
     """Every module of ``package`` (its subpackages' too), by dotted name."""
-    return {module_name(path): path for path in sorted((SRC / package).rglob("*.py"))}
+    src = SOURCES[package]
+    return {module_name(path, src): path for path in sorted((src / package).rglob("*.py"))}
 
 
 def imported_modules(path: Path, known: Iterable[str]) -> set[str]:
@@ -105,7 +109,9 @@ def test_a_circle_of_imports_is_found_and_named():
 
 
 @pytest.mark.parametrize(
-    "path", sorted((SRC / "echomq").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC))
+    "path",
+    sorted((SOURCES["echomq"] / "echomq").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(SOURCES["echomq"])),
 )
 def test_echomq_never_imports_codemojex(path):
     """The queue knows nothing of the game built on it."""
@@ -126,8 +132,8 @@ def test_the_library_and_the_worker_never_import_the_test_tools():
 
 def test_the_host_and_the_score_worker_do_not_import_each_other():
     """guesses (the host's admission) and score_worker (the authority) share only codemojex.payload."""
-    host = imports_of(SRC / "codemojex" / "guesses.py")
-    worker = imports_of(SRC / "codemojex" / "score_worker.py")
+    host = imports_of(GAME / "guesses.py")
+    worker = imports_of(GAME / "score_worker.py")
     assert "codemojex.score_worker" not in host
     assert "codemojex.guesses" not in worker
     assert "codemojex.payload" in host
@@ -171,7 +177,7 @@ def test_the_public_names_of_codemojex_resolve_to_their_modules():
         _ = codemojex.no_such_name
 
 
-GAME_MODULES = sorted(p for p in (SRC / "codemojex").glob("*.py") if p.name != "serve.py")
+GAME_MODULES = sorted(p for p in GAME.glob("*.py") if p.name != "serve.py")
 
 
 @pytest.mark.parametrize("path", GAME_MODULES, ids=lambda p: p.name)
@@ -183,7 +189,7 @@ def test_the_game_never_imports_the_web_layer(path):
     assert not any(name.split(".")[0] in {"fastapi", "starlette", "uvicorn"} for name in names)
 
 
-@pytest.mark.parametrize("path", sorted((SRC / "codemojex" / "web").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((GAME / "web").glob("*.py")), ids=lambda p: p.name)
 def test_the_web_host_never_scores(path):
     """The host admits and reads; scoring (and the engine) belongs to the score worker alone."""
     names = imports_of(path)

