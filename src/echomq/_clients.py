@@ -6,7 +6,8 @@ blocking pickup whose socket timeout outlasts the BLPOP (redis-py 8 defaults ``s
 which would abort a 10 s block). Both copy only the connection options that mean the same thing in the
 sync and asyncio clients (address, database, credentials, TLS), never the pool's internal state.
 
-Retries: the twins are built on a connection pool, which in redis-py 8.1 means no command retry (as
+Retries: the twins are built on a connection pool, which in redis-py 8.1 and 8.2 means no command retry (the
+blocking cluster twin is given none explicitly: 8.2's cluster default tries ten times with backoff) (as
 for any client made by ``from_url``, e.g. :meth:`echomq.Bus.from_url`); a client made as
 ``redis.asyncio.Redis(host=..., ...)`` retries each command up to 10 times on ``ConnectionError`` and
 ``TimeoutError`` (backoff 10 ms to 1 s). The worker does its own retrying in its loops (the fetcher's
@@ -30,6 +31,8 @@ import redis
 import redis.asyncio
 import redis.cluster
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from echomq._validate import check_int
 from echomq.errors import InvalidOption, closed_under_call
@@ -154,6 +157,9 @@ def blocking_twin(
             startup_nodes=[node(host, port) for host, port in nodes],  # type: ignore[no-untyped-call]
             socket_timeout=socket_timeout,
             decode_responses=False,
+            # No retry of its own: redis-py 8.2's default (10 tries, exponential backoff) makes a call to a
+            # node that is down take seconds, longer than a lease; the keeper's next round is its retry.
+            retry=Retry(NoBackoff(), 0),
             **options,
         )
     pool, options = _options(client)

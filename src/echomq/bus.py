@@ -7,12 +7,12 @@ behaviour and documents its guarantee (:mod:`echomq.jobs`, :mod:`echomq.finish`,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from redis.asyncio import Redis
 
-from echomq import control, dead, finish, flow, inspection, jobs, lanes, results, stats, sweep
+from echomq import control, dead, events, finish, flow, inspection, jobs, lanes, results, stats, sweep
 from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
@@ -152,6 +152,18 @@ class Bus(BusCore):
         """At most ``rate.count`` claims in any ``rate.per_ms`` window, of the bus (``lane=None``), one
         lane, or every lane without its own (``"*"``); None clears it (:mod:`echomq.flow`)."""
         await flow.run(self, flow.rate_call(self.keys, self.settings.wake_cap, lane, rate))
+
+    async def set_events(self, maxlen: int | None) -> None:
+        """Turn the lifecycle events on, about ``maxlen`` entries kept, or off (:mod:`echomq.events`)."""
+        await events.set_events(self, maxlen)
+
+    def events(self, *, since: str = "0", follow: bool = False) -> AsyncIterator[events.Event]:
+        """The lifecycle and progress events after ``since`` (:mod:`echomq.events`)."""
+        return events.events(self, since=since, follow=follow)
+
+    async def progress(self, claim: Claim, text: str) -> bool:
+        """Publish a progress event for the job ``claim`` holds (fenced; :mod:`echomq.events`)."""
+        return await events.progress(self, claim, text)
 
     async def flow_settings(self) -> FlowSettings:
         """The pauses, caps and rates set on this bus."""

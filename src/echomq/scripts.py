@@ -69,6 +69,7 @@ KEY_COUNTS: dict[str, int] = {
     "cancel": 6,
     "revoke": 6,
     "await": 1,
+    "progress": 2,
 }
 
 _INCLUDE = re.compile(r'^-- @include "([a-z_]+)"$', re.MULTILINE)

@@ -62,7 +62,7 @@ async def noop(job) -> None:
 
 @pytest.mark.slow
 async def test_an_idle_worker_costs_at_most_its_budget_counting_the_commands_its_scripts_run(fresh_server):
-    """Each block of an idle worker costs one BLPOP, the claim behind it and one sweep: 15 commands in all
+    """Each block of an idle worker costs one BLPOP, the claim behind it and one sweep: 17 commands in all
     counting the scripts' own, the same whatever the cap; at the default cap that is within the budget."""
     client = redis.Redis(port=fresh_server.port)
     async with Bus.from_url(fresh_server.url, tag="idle") as bus:
@@ -83,7 +83,7 @@ async def test_an_idle_worker_costs_at_most_its_budget_counting_the_commands_its
     per_block = sum(delta.values()) / delta["blpop"]
     blocks = _blocks([line for line in lines if '"INFO"' not in line])
     assert blocks, "no whole block seen"
-    assert max(len(block) for block in blocks) <= 15, "\n".join(blocks[0])
+    assert max(len(block) for block in blocks) <= 17, "\n".join(blocks[0])
     assert [sum('"EVALSHA"' in line for line in block) for block in blocks] == [2] * len(blocks)
     per_minute = max(per_block, *(len(block) for block in blocks)) * 60 / IDLE_CAP_S
     assert per_minute <= IDLE_COMMANDS_PER_MIN, f"{per_block} commands a block: {per_minute} a minute"

@@ -13,6 +13,7 @@ from echomq import (
     JobInfo,
     NewJob,
     Permanent,
+    Rate,
     Schedule,
     Scheduler,
     Stats,
@@ -21,6 +22,7 @@ from echomq import (
     Worker,
     ids,
 )
+from echomq.tasks import Tasks
 
 
 async def readme_use() -> None:
@@ -91,3 +93,25 @@ async def readme_periodic() -> None:
                 Schedule(name="heartbeat", every_ms=30_000, lane="health", payload=b"ping"),
             ],
         ).run()
+
+
+async def readme_tasks_results_control(bus: Bus, other_job: str, running_job: str) -> None:
+    tasks = Tasks(lane="mail")
+
+    @tasks.task("send_email")
+    async def send_email(to: str, subject: str) -> dict[str, str]:
+        return {"sent": to}
+
+    job = await send_email.enqueue(bus, "ada@example.com", subject="hi")
+    worker = Worker(bus, tasks.handler, concurrency=20)
+    assert worker.concurrency == 20
+    print(await send_email.result(bus, job, timeout=30))
+    await bus.cancel(other_job, "customer left")
+    await bus.revoke(running_job, "stop")
+    await bus.pause("tenant-7")
+    await bus.resume("tenant-7")
+    await bus.set_lane_cap("tenant-42", 2)
+    await bus.set_rate_limit(Rate(100, 1000))
+    await bus.set_events(100_000)
+    async for event in bus.events(since="$", follow=True):
+        print(event.time_ms, event.kind, event.job)

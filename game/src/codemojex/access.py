@@ -73,7 +73,9 @@ DATA = (
     "hget", "hmget", "hgetall", "hset", "hsetnx", "hdel", "hincrby", "hexists", "hlen", "hscan",
     "zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zrevrangebyscore", "zrangebylex", "zscore",
     "zcard", "zcount", "zrank", "zrevrank", "zpopmin", "zscan",
-    "lpush", "rpush", "lpop", "rpop", "lrange", "llen", "lindex", "lmove", "blpop", "ltrim",
+    "lpush", "rpush", "lpop", "rpop", "lrange", "llen", "lindex", "lmove", "blpop", "ltrim", "lrem",
+    "hkeys", "zremrangebyscore",  # echomq's flow gates (include "gates") and stats
+    "sadd", "srem", "sismember", "smembers", "srandmember",  # ... the lanes a gate holds
     "xadd", "xread", "xrange", "xrevrange", "xlen", "xtrim",
     "multi", "exec", "discard", "watch", "unwatch",
 )  # fmt: skip

@@ -8,7 +8,7 @@ import argparse
 from typing import NoReturn
 
 from echomq import ids
-from echomq.cli import commands
+from echomq.cli import commands, control
 from echomq.cli.exits import EXIT_USAGE
 from echomq.core import DEFAULT_TAG
 from echomq.errors import InvalidInput
@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     schedule.add_argument("--once", action="store_true", help="one step: print its ticks and exit")
     schedule.set_defaults(run=commands.run_schedule)
+
+    control.add_commands(sub, common, _job_arg)
 
     demo = sub.add_parser("demo", parents=[common], help="a producer and a worker, with live counts")
     demo.add_argument("--seconds", type=float, default=None, help="stop by itself after this long")

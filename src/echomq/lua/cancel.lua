@@ -39,6 +39,7 @@ local jobId, prefix, reason, deadTtl, dedupWindow = ARGV[1], ARGV[2], ARGV[3], t
 
 -- @include "trim"
 -- @include "signal"
+-- @include "events"
 
 local row = redis.call('HMGET', jobKey, 's', 'l', 'e')
 if not row[2] then
@@ -68,4 +69,5 @@ redis.call('HSET', jobKey, 's', 'dead', 'f', now, 'e', 'cancelled: ' .. reason)
 redis.call('HDEL', jobKey, 'u')
 redis.call('HINCRBY', statsKey, 'cancelled', 1)
 signal_end(jobKey)
+emit(events_cap(statsKey), prefix, 'cancelled', jobId, row[2], {'x', reason})
 return {1, 'dead'}

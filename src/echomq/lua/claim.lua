@@ -110,6 +110,7 @@ local recordKey = prefix .. 'claim:' .. request
 -- @include "slot"
 -- @include "row"
 -- @include "gates"
+-- @include "events"
 
 local moving = slot_moving(prefix)
 -- The record is read and written only where it is (see 'Lost reply' above).
@@ -121,7 +122,9 @@ local deadline = now + leaseMs
 
 -- Flow control (include "gates"): a paused bus claims nothing, a bus over its rate stops claiming until
 -- its window frees a claim, and each step passes its lane's gates first (see 'Gates' above).
-local gated = gates_on(statsKey)
+local flags = redis.call('HMGET', statsKey, 'flow_gates', 'events')
+local gated = flags[1] ~= false
+local eventsCap = flags[2] or nil  -- the events stream's cap, when it is on (include "events")
 local halted = false  -- the bus is paused, or its slot moves (a gated bus then claims nothing)
 local busRate = nil  -- {n, ms}: the bus's rate
 local blockedUntil = nil  -- when the bus's rate window frees a claim, once a step found it full
@@ -275,6 +278,7 @@ while n < count and ringLen > 0 and not halted do
       end
       if laneRate then rate_count(prefix .. 'rate:' .. lane, jobId .. ':' .. attempts, laneRate[2], now) end
       if busRate then rate_count(prefix .. 'rate', jobId .. ':' .. attempts, busRate[2], now) end
+      emit(eventsCap, prefix, 'claimed', jobId, lane, {'a', attempts})
       if lag > lagMax then lagMax = lag end
       n = n + 1
       claimed[n] = jobId .. ' ' .. attempts

@@ -65,6 +65,7 @@ local prefix, deadTtl, dedupWindow = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[
 -- @include "trim"
 -- @include "gates"
 -- @include "signal"
+-- @include "events"
 
 -- @include "ended"
 
@@ -97,11 +98,13 @@ if (not retryable) or tonumber(row[3] or 0) >= tonumber(row[4]) then
   redis.call('HINCRBY', statsKey, 'dead', 1)
   note_ended(jobKey, token, request, 'x')
   signal_end(jobKey)
+  emit(events_cap(statsKey), prefix, 'dead', jobId, lane, {'a', token, 'x', err})
   return {2, 'dead'}
 end
 
 redis.call('HINCRBY', statsKey, 'retried', 1)
 note_ended(jobKey, token, request, 'q')
+emit(events_cap(statsKey), prefix, 'retrying', jobId, lane, {'a', token, 'x', err})
 if delayMs > 0 then
   redis.call('ZADD', delayedKey, now + delayMs, jobId)
   redis.call('HSET', jobKey, 's', 'delayed', 'e', err)

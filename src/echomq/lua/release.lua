@@ -47,6 +47,7 @@ local jobId, token, request, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], ARGV[4],
 -- @include "ended"
 -- @include "row"
 -- @include "gates"
+-- @include "events"
 
 local row = redis.call('HMGET', jobKey, 's', 'a', 'p', 'l', 'r')
 if not row[4] then  -- no row: a tombstone is stale (its ended words are gone with the row)
@@ -73,4 +74,5 @@ note_ended(jobKey, token, request, 'r')
 redis.call('HDEL', jobKey, 's', 'd')  -- 's' absent: queued
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'released', 1)
+emit(events_cap(statsKey), prefix, 'released', jobId, lane, {'a', token})
 return {1, 'queued'}

@@ -41,6 +41,7 @@ local jobId, prefix, wakeCap, request = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARG
 
 -- @include "row"
 -- @include "gates"
+-- @include "events"
 
 local row = redis.call('HMGET', jobKey, 's', 'l', 'p', 'T', 'b')
 if not row[2] then  -- no row: a tombstone has no payload left to retry
@@ -65,4 +66,5 @@ redis.call('HSET', jobKey, 'b', request)
 redis.call('HDEL', jobKey, 's', 't', 'f')  -- queued ('s' absent), tries 0 ('t' absent)
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
 redis.call('HINCRBY', statsKey, 'resurrected', 1)
+emit(events_cap(statsKey), prefix, 'resurrected', jobId, row[2])
 return {1, 'queued'}

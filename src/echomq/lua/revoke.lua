@@ -37,6 +37,7 @@ local jobId, prefix, reason, deadTtl, dedupWindow = ARGV[1], ARGV[2], ARGV[3], t
 -- @include "trim"
 -- @include "gates"
 -- @include "signal"
+-- @include "events"
 
 local row = redis.call('HMGET', jobKey, 's', 'l', 'e')
 if not row[2] then
@@ -57,4 +58,5 @@ redis.call('ZADD', deadKey, now, jobId)
 redis.call('HSET', jobKey, 's', 'dead', 'f', now, 'e', 'revoked: ' .. reason)
 redis.call('HINCRBY', statsKey, 'revocations', 1)
 signal_end(jobKey)
+emit(events_cap(statsKey), prefix, 'revoked', jobId, row[2], {'x', reason})
 return {1, 'dead'}

@@ -80,6 +80,7 @@ local deadTtl = tonumber(ARGV[7])
 -- (include "slot" comes with "trim")
 -- @include "gates"
 -- @include "signal"
+-- @include "events"
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -140,6 +141,8 @@ if dueHead and dueHead <= now then
   end
 end
 
+local flags = redis.call('HMGET', statsKey, 'flow_gates', 'events')
+local eventsCap = flags[2] or nil  -- the events stream's cap, when it is on (include "events")
 local left = 0  -- jobs that left active in step 2
 if not elsewhere and (lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX', lockMs)) then
   swept = 1
@@ -164,9 +167,11 @@ if not elsewhere and (lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX',
         redis.call('HSET', jobKey, 's', 'dead', 'f', now,
           'e', 'lease expired on the last of ' .. row[4] .. ' attempts')
         signal_end(jobKey)
+        emit(eventsCap, prefix, 'dead', jobId, row[1], {'x', 'lease expired'})
         dead = dead + 1
       else
         toLane(jobId, jobKey, row[1], row[2])
+        emit(eventsCap, prefix, 'reclaimed', jobId, row[1])
         reclaimed = reclaimed + 1
       end
     end
@@ -187,7 +192,7 @@ end
 
 -- Flow control (include "gates"): throttled lanes whose window freed a claim, and any held lane whose
 -- gate opened without reopening it (a slot move in between), go back into the ring.
-local gated = not elsewhere and not is_moving() and gates_on(statsKey)
+local gated = not elsewhere and flags[1] and not is_moving()
 if gated then
   queued = queued + reopen_due(prefix, now, ringKey, waitingKey, statsKey)
   queued = queued + reopen_held(prefix, ringKey, waitingKey, statsKey, 20)

@@ -65,8 +65,8 @@ Idle command budget
 ===================
 An idle worker (nothing in flight, nothing queued, delayed or left to trim) sends, per
 :data:`~echomq.worker.fetcher.IDLE_CAP_S` (600 s), one BLPOP on the wake list with its claim pipelined
-behind it, and one sweep: 1 + 8 + 6 = 15 commands counting those the scripts run inside themselves (an
-empty claim runs seven, a sweep with nothing due five), 1.5 a minute, within
+behind it, and one sweep: 1 + 9 + 7 = 17 commands counting those the scripts run inside themselves (an
+empty claim runs eight, a sweep with nothing due six), 1.7 a minute, within
 :data:`~echomq.worker.runner.IDLE_COMMANDS_PER_MIN` (2). It sweeps sooner only when a reply said a step
 is due (a delayed job, a lease deadline, a trim), see :mod:`echomq.worker.fetcher` for what that keeps:
 a dead worker's jobs reclaimed at their deadline, delayed jobs on time, retention while idle. The lease

@@ -19,8 +19,8 @@ claim reply the next delayed job; an empty claim also the earliest lease deadlin
 * once per :data:`IDLE_CAP_S` in any case.
 
 So nothing active, nothing delayed and nothing to trim means nothing to sweep: an idle worker sends one
-BLPOP, one claim and one sweep per :data:`IDLE_CAP_S`, 1 + 8 + 6 = 15 commands counting those the
-scripts run (an empty claim runs seven, a sweep with nothing due five), about 1.5 a minute, within
+BLPOP, one claim and one sweep per :data:`IDLE_CAP_S`, 1 + 9 + 7 = 17 commands counting those the
+scripts run (an empty claim runs eight, a sweep with nothing due six), about 1.7 a minute, within
 :data:`~echomq.worker.runner.IDLE_COMMANDS_PER_MIN`.
 
 Watching leases: a worker learns the earliest lease deadline from its own claims (its jobs' deadlines),
@@ -89,7 +89,7 @@ log = logging.getLogger("echomq.worker")
 # The longest an idle worker goes without a sweep and a claim. An enqueue wakes a blocked worker at once
 # through its wake token and every due time it knows of ends a block sooner, so this value costs no
 # pickup latency: it bounds only what no reply can tell (a token popped by another kind of client, a
-# watching worker that died), and sets the idle cost (15 commands per cap, see the module doc).
+# watching worker that died), and sets the idle cost (17 commands per cap, see the module doc).
 IDLE_CAP_S = 600.0
 _SLACK_S = 0.02  # a timer this close to due counts as due, so a BLPOP ending on time is not split in two
 _PAST_S = 0.05  # a lease deadline or a trim time is swept this long after it, when it has surely passed

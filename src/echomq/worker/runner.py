@@ -40,7 +40,7 @@ log = logging.getLogger("echomq.worker")
 # killed worker's job is claimable again at most lease + this period after its last renewal.
 SWEEP_PERIOD_S = 10.0
 # The documented ceiling of Redis commands a minute from one idle worker, counting those its scripts run
-# (the default settings send 15 per 10 min, see echomq.worker.fetcher).
+# (the default settings send 17 per 10 min, see echomq.worker.fetcher).
 IDLE_COMMANDS_PER_MIN = 2
 
 # Claim sizing: a worker claims for its free slots when at least this fraction of them is free, or when

@@ -1,6 +1,7 @@
 -- include "admit": the two halves of an idempotent admission (see enqueue.lua for the contract).
 -- @include "row"
 -- @include "gates"
+-- @include "events"
 
 -- The reply for an id that already has a row (or a tombstone), or nil when it has none.
 -- { 0, state } duplicate (same lane and digest); {-1, state } conflict. Counts the outcome.
@@ -55,5 +56,6 @@ local function admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey
   -- A token also for a delayed job: an idle worker wakes, learns the new next due time, sleeps again.
   if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end
   redis.call('HINCRBY', statsKey, 'admitted', 1)
+  emit(events_cap(statsKey), job_place(jobKey), 'admitted', jobId, lane)
   return {1, state}
 end

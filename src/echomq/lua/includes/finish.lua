@@ -4,6 +4,7 @@
 -- @include "trim"
 -- @include "gates"
 -- @include "signal"
+-- @include "events"
 
 -- Is the row's claim the caller's: under `token`, and, when the caller names its claim call (`request`
 -- not ''), claimed by that very call? The token alone cannot tell a job's lives apart: an id finished,
@@ -54,4 +55,5 @@ local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result,
   local marks = redis.call('HMGET', jobKey, 'K', 'W', 'l')
   if marks[1] then leave_active(prefix, jobKey, marks[3], prefix .. 'ring', prefix .. 'waiting', statsKey) end
   if marks[2] then signal_end(jobKey) end
+  emit(events_cap(statsKey), prefix, 'completed', jobId, marks[3])
 end
