@@ -6,7 +6,9 @@ for the site only, before mkdocstrings renders it:
   code of its target (the last part after ``~``), as Sphinx would display it, without a link;
 * a paragraph that ends in ``::`` ends in ``:`` (the indented block after it is a Markdown code block);
 * a simple table (rows of ``====  ====`` borders) is shown as preformatted text, as written (its roles
-  and literals as plain text).
+  and literals as plain text);
+* inside a list, indentation is doubled: the docstrings indent a list item's continuation and a nested
+  list by two spaces, Python-Markdown wants four.
 
 The docstrings themselves stay as they are; nothing else changes.
 """
@@ -20,6 +22,7 @@ import griffe
 
 ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj|const):`(~?)([^`]+)`")
 BORDER = re.compile(r"^\s*=+(?: +=+)+\s*$")
+ITEM = re.compile(r"^(?:[*-]|\d+\.) ")
 
 
 def _target(match: re.Match[str], *, code: bool) -> str:
@@ -57,9 +60,26 @@ def _tables(lines: list[str]) -> list[str]:
     return out
 
 
+def _lists(lines: list[str]) -> list[str]:
+    """``lines`` with the indentation doubled inside each list (from a line that opens an item at the
+    margin to the next line at the margin that does not), and a blank line before an item that follows
+    an indented line."""
+    out: list[str] = []
+    in_list = False
+    for line in lines:
+        if line.strip() and not line[0].isspace():
+            item = bool(ITEM.match(line))
+            if item and in_list and out and out[-1][:1] == " ":
+                out.append("")  # an item after an indented paragraph of the last: not a lazy continuation
+            in_list = item
+        indent = len(line) - len(line.lstrip(" "))
+        out.append(" " * indent + line if in_list and line.strip() else line)
+    return out
+
+
 def rewrite(text: str) -> str:
     """The Markdown the site shows for a docstring ``text`` (see the module doc)."""
-    lines = _tables(text.splitlines())
+    lines = _lists(_tables(text.splitlines()))
     fenced = False
     out = []
     for line in lines:

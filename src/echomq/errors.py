@@ -13,11 +13,12 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   └── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
     │       └── InvalidSchedule               a cron expression or interval that cannot be read or never fires
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
-│   └── ResultExpired                     the job finished but its row is trimmed: its result is gone
-├── JobDead                               the job awaited was dead-lettered (failed, cancelled, revoked)
-├── ResultTimeout (also TimeoutError)     the job awaited did not finish in time
+    │   └── ResultExpired                     the job finished but its row is trimmed: its result is gone
+    ├── JobDead                               the job awaited was dead-lettered (failed, cancelled, revoked)
+    ├── ResultTimeout (also TimeoutError)     the job awaited did not finish in time
     ├── ScriptError                           a Lua script answered something outside its contract
     ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
+    │   └── NotDurable                        fewer replicas than asked acknowledged an admission in time
     └── Permanent                             raised by a worker handler: dead-letter the job now, no retry
 
 A str that UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"``) is refused the same way, with
