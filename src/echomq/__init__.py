@@ -10,8 +10,11 @@ from echomq import ids
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, MAX_PAYLOAD, Settings
 from echomq.dead import DeadRetry
+from echomq.effects import Completion, Effects
 from echomq.errors import (
     EchoMQError,
+    EffectRefused,
+    InvalidEffect,
     InvalidId,
     InvalidInput,
     InvalidLane,
@@ -45,10 +48,14 @@ __all__ = [
     "Bus",
     "Claim",
     "Claimed",
+    "Completion",
     "DeadRetry",
     "EchoMQError",
+    "EffectRefused",
+    "Effects",
     "Failure",
     "Finish",
+    "InvalidEffect",
     "InvalidId",
     "InvalidInput",
     "InvalidLane",
