@@ -96,7 +96,7 @@ end
 -- Moves a counter `current` (nil: not an integer) by `by`: the new value, or nil and the reason.
 local function effect_add(current, by, what)
   local step = effect_integer(by)
-  if current == nil then return nil, what .. ' holds a value that is not an integer' end
+  if current == nil then return nil, what .. ' holds a value that is not an integer within +-(2^53 - 1)' end
   if step == nil then return nil, 'the increment of ' .. what .. ' is not an integer' end
   local after = current + step
   if after > EFFECT_MAX_SAFE or after < -EFFECT_MAX_SAFE then
