@@ -99,6 +99,15 @@ async def _send_read(conn: redis.asyncio.Connection, command: bytes, replies: in
     return out
 
 
+async def _stale(conn: redis.asyncio.Connection) -> bool:
+    """Has the server closed ``conn`` while it was idle, or sent bytes no call asked for? redis-py 8.1
+    answers the close with True, 8.2 with a ConnectionError (as its pool's own check expects)."""
+    try:
+        return bool(await conn.can_read())
+    except (redis.exceptions.ConnectionError, OSError):
+        return True
+
+
 class AsyncWire:
     """Script calls on a plain ``redis.asyncio.Redis`` (see the module doc)."""
 
@@ -130,7 +139,7 @@ class AsyncWire:
             own = self._own
             if own is None:
                 own = self._own = pool.make_connection()  # type: ignore[no-untyped-call] # connects on its first send
-            elif own.is_connected and await own.can_read():
+            elif own.is_connected and await _stale(own):
                 # As the pool checks what it hands out: a connection the server closed while it was idle
                 # (a restart, an idle timeout), or with bytes no call asked for, is made anew first.
                 await own.disconnect()

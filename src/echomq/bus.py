@@ -12,7 +12,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from echomq import dead, finish, inspection, jobs, lanes, stats, sweep
+from echomq import control, dead, finish, flow, inspection, jobs, lanes, results, stats, sweep
 from echomq import effects as effects_module
 from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
@@ -20,10 +20,11 @@ from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
 from echomq.effects import Effects
 from echomq.errors import translate_redis_errors
+from echomq.flow import FlowSettings, Rate
 from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob
 from echomq.lanes import Claimed
-from echomq.states import Admission, Failure, Finish, Lease, Release
+from echomq.states import Admission, Control, Failure, Finish, Lease, Release
 from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
@@ -128,6 +129,39 @@ class Bus(BusCore):
     async def retry_all_dead(self, *, batch: int = dead.DEFAULT_BATCH) -> DeadRetry:
         """Retry each job of a snapshot of the dead set once; the report names the jobs moved."""
         return await dead.retry_all_dead(self, batch=batch)
+
+    async def result(self, job: str, *, timeout: float) -> bytes:  # noqa: ASYNC109 (the API users know)
+        """Wait up to ``timeout`` s for ``job``'s result, without polling (:mod:`echomq.results`)."""
+        return await results.result(self, job, timeout=timeout)
+
+    async def cancel(self, job: str, reason: str = "") -> Control:
+        """Cancel a queued or delayed job (:mod:`echomq.control`)."""
+        return await control.cancel(self, job, reason)
+
+    async def revoke(self, job: str, reason: str = "") -> Control:
+        """Take an active job from its worker: dead-lettered, its finish refused (:mod:`echomq.control`)."""
+        return await control.revoke(self, job, reason)
+
+    async def pause(self, lane: str | None = None) -> None:
+        """Pause the bus (no claims), or one lane (out of the rotation) (:mod:`echomq.flow`)."""
+        await flow.run(self, flow.pause_call(self.keys, self.settings.wake_cap, lane, resume=False))
+
+    async def resume(self, lane: str | None = None) -> None:
+        """Resume the bus, or one lane, and wake the idle workers (:mod:`echomq.flow`)."""
+        await flow.run(self, flow.pause_call(self.keys, self.settings.wake_cap, lane, resume=True))
+
+    async def set_lane_cap(self, lane: str, cap: int | None) -> None:
+        """At most ``cap`` active jobs of ``lane`` (``"*"``: every lane without its own; None clears)."""
+        await flow.run(self, flow.cap_call(self.keys, self.settings.wake_cap, lane, cap))
+
+    async def set_rate_limit(self, rate: Rate | None, *, lane: str | None = None) -> None:
+        """At most ``rate.count`` claims in any ``rate.per_ms`` window, of the bus (``lane=None``), one
+        lane, or every lane without its own (``"*"``); None clears it (:mod:`echomq.flow`)."""
+        await flow.run(self, flow.rate_call(self.keys, self.settings.wake_cap, lane, rate))
+
+    async def flow_settings(self) -> FlowSettings:
+        """The pauses, caps and rates set on this bus."""
+        return await flow.read_flow(self)
 
     async def inspect(self, job: str) -> JobInfo:
         return await inspection.inspect(self, job)

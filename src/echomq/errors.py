@@ -11,9 +11,13 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   ├── InvalidPayload                    payload that is not bytes; error text UTF-8 cannot encode
     │   │   └── PayloadTooLarge               payload over the bus's size limit
     │   ├── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
+    │   │   └── InvalidSchedule               a cron expression or interval that cannot be read or never fires
     │   └── InvalidEffect                     an effect EchoMQ does not run, a bad argument, a key of
     │                                         EchoMQ's or (on a cluster) outside the bus's slot
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
+    │   └── ResultExpired                     the job finished but its row is trimmed: its result is gone
+    ├── JobDead                               the job awaited was dead-lettered (failed, cancelled, revoked)
+    ├── ResultTimeout (also TimeoutError)     the job awaited did not finish in time
     ├── EffectRefused                         effects that cannot apply to the data as it is; nothing changed
     ├── ScriptError                           a Lua script answered something outside its contract
     ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
@@ -72,6 +76,10 @@ class InvalidOption(InvalidInput):
     """An option is out of its documented range."""
 
 
+class InvalidSchedule(InvalidOption):
+    """A cron expression or interval (:mod:`echomq.cron`) is ill-formed, out of range, or never fires."""
+
+
 class InvalidEffect(InvalidInput):
     """An effect (:class:`echomq.Effects`) that EchoMQ does not run: a bad argument, a key under
     ``emq:`` (EchoMQ's own), or, on a cluster, a key outside the bus's slot. Nothing was sent."""
@@ -85,6 +93,24 @@ class EffectRefused(EchoMQError):
 
 class UnknownJob(EchoMQError, LookupError):
     """No row exists for that job id: it was never admitted, or its tombstone expired."""
+
+
+class ResultExpired(UnknownJob):
+    """The job finished, but its row was trimmed to a tombstone past the result ttl: its result is gone."""
+
+
+class JobDead(EchoMQError):
+    """The job awaited was dead-lettered: it failed for good, or was cancelled or revoked. ``error`` is
+    the row's error text (``cancelled: ...``, ``revoked: ...`` or the handler's last failure)."""
+
+    def __init__(self, job: str, error: str) -> None:
+        super().__init__(f"job {job} is dead: {error}")
+        self.job = job
+        self.error = error
+
+
+class ResultTimeout(EchoMQError, TimeoutError):
+    """The job awaited did not finish within the timeout (it may still finish later)."""
 
 
 class ScriptError(EchoMQError):

@@ -24,6 +24,12 @@ key                    type    holds
 ``waiting``            hash    lane -> claim serial since it waits (its fairness lag)
 ``sweep:lock``         string  held for one sweep period so N workers sweep about once
 ``claim:<request>``    string  what one claim claimed ('id token ...'), for one lease: its retry's answer
+``flow``               hash    flow-control settings: pauses, lane caps, rates (``echomq.flow``)
+``held``               set     lanes a gate (pause, cap, rate) keeps out of the ring
+``lane-active``        hash    lane -> its active jobs, for capped lanes (rows marked ``K``)
+``throttled``          zset    lanes over their rate, scored by when their window frees a claim
+``rate``, ``rate:<l>`` zset    the claims of the bus's / a lane's rate window (``id:token`` -> ms)
+``signal:<JOB>``       list    wake-up tokens for the callers waiting for a job's end (1 min)
 ``slot-probe:1``, 2    --      never written: a script reads both to learn whether the slot
                                is being resharded (``lua/includes/slot.lua``)
 =====================  ======  ===========================================================
@@ -139,6 +145,30 @@ class Keyspace:
     def waiting(self) -> str:
         """Hash: lane -> the claim serial since which it waits for service (its fairness lag)."""
         return f"{self.prefix}waiting"
+
+    @property
+    def flow(self) -> str:
+        """Hash: the bus's flow-control settings (:mod:`echomq.flow`)."""
+        return f"{self.prefix}flow"
+
+    @property
+    def held(self) -> str:
+        """Set: the lanes a gate (pause, cap, rate) keeps out of the ring."""
+        return f"{self.prefix}held"
+
+    @property
+    def lane_active(self) -> str:
+        """Hash: lane -> its active jobs, kept for capped lanes."""
+        return f"{self.prefix}lane-active"
+
+    @property
+    def throttled(self) -> str:
+        """Zset: lanes over their rate, scored by when their window frees a claim (server ms)."""
+        return f"{self.prefix}throttled"
+
+    def signal(self, job_id: str) -> str:
+        """List: the tokens that wake the callers waiting for ``job_id``'s end (:mod:`echomq.results`)."""
+        return f"{self.prefix}signal:{ids.check(job_id, JOB_BRAND)}"
 
     @property
     def sweep_lock(self) -> str:

@@ -33,6 +33,8 @@ field   name          holds
 ``b``   retried_by    the request id that last retried the dead job
 ``T``   trimmed       server ms of the trim: the row is a tombstone
 ``w``   admitted      server ms of the admission, when the application writes it
+``K``   capped        the claim was counted against its lane's cap (``echomq.flow``)
+``W``   waiters       callers waiting for the job's end (``echomq.results``)
 ======  ============  ==============================================================
 
 A job's admission time in :class:`echomq.inspection.JobInfo` is ``w`` when present, else its id's mint time.
@@ -66,6 +68,8 @@ ENDED = "n"
 RETRIED_BY = "b"
 TRIMMED = "T"
 ADMITTED = "w"
+CAPPED = "K"
+WAITERS = "W"
 
 NAMES: dict[str, str] = {
     STATE: "state",
@@ -88,6 +92,8 @@ NAMES: dict[str, str] = {
     RETRIED_BY: "retried_by",
     TRIMMED: "trimmed",
     ADMITTED: "created",
+    CAPPED: "capped",
+    WAITERS: "waiters",
 }
 
 QUEUED = b"queued"

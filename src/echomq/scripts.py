@@ -68,6 +68,10 @@ KEY_COUNTS: dict[str, int] = {
     "retry_dead": 6,
     "sweep": 9,
     "stats": 7,
+    "flow": 6,
+    "cancel": 6,
+    "revoke": 6,
+    "await": 1,
 }
 
 # Scripts whose KEYS go on past the declared ones: complete_effects takes the keys of its effects after

@@ -63,6 +63,13 @@ class Lease(StrEnum):
     REVOKED = "revoked"  # the lease was reaped (and maybe re-claimed): stop before any side effect
 
 
+class Control(StrEnum):
+    """What :func:`echomq.control.cancel` and :func:`echomq.control.revoke` did."""
+
+    DONE = "done"  # cancelled (revoked) now, or by this very call before its reply was lost
+    REFUSED = "refused"  # not in a state it applies to (see the call); nothing changed
+
+
 class Release(StrEnum):
     """What :func:`echomq.finish.release` did."""
 
@@ -91,4 +98,6 @@ COUNTERS: tuple[str, ...] = (
     "resurrected",  # retry_dead: dead -> lane
     "trimmed",  # sweep, complete, or a fail that dead-letters: a finished row reduced to a tombstone
     "slot_moving",  # claim / sweep / retry_dead stopped before a key on another node (slot resharded)
+    "cancelled",  # cancel: a queued or delayed job dead-lettered before any claim
+    "revocations",  # revoke: an active job taken from its worker and dead-lettered
 )

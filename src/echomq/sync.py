@@ -29,16 +29,17 @@ from collections.abc import Iterable
 import redis
 import redis.cluster
 
-from echomq import durable, inspection, jobs, stats
+from echomq import control, durable, flow, inspection, jobs, results, stats
 from echomq._clients import client_options
 from echomq._wire import SyncWire, plain_sync
 from echomq.core import DEFAULT_TAG, Settings
 from echomq.errors import InvalidOption, translate_redis_errors
+from echomq.flow import FlowSettings, Rate
 from echomq.inspection import JobInfo
 from echomq.jobs import NewJob
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.states import Admission
+from echomq.states import Admission, Control
 from echomq.stats import Stats
 
 SyncClient = redis.Redis | redis.cluster.RedisCluster
@@ -129,6 +130,48 @@ class SyncBus:
             pipe.time()
             value, now = pipe.execute()
         return inspection.tombstone_info(self, job, value, now)
+
+    def result(self, job: str, *, timeout: float) -> bytes:
+        """Wait up to ``timeout`` s for ``job``'s result, without polling (:mod:`echomq.results`)."""
+        return results.result_blocking(self, job, timeout=timeout)
+
+    def cancel(self, job: str, reason: str = "") -> Control:
+        """Cancel a queued or delayed job (:mod:`echomq.control`)."""
+        keys, args = control.cancel_call(self.keys, self.settings, job, reason)
+        with translate_redis_errors():
+            return control.outcome("cancel", self.scripts.run("cancel", keys, args), job)
+
+    def revoke(self, job: str, reason: str = "") -> Control:
+        """Take an active job from its worker (:mod:`echomq.control`)."""
+        keys, args = control.revoke_call(self.keys, self.settings, job, reason)
+        with translate_redis_errors():
+            return control.outcome("revoke", self.scripts.run("revoke", keys, args), job)
+
+    def _flow(self, call: tuple[list[str], list[object]]) -> None:
+        with translate_redis_errors():
+            flow.checked_reply(self.scripts.run("flow", *call))
+
+    def pause(self, lane: str | None = None) -> None:
+        """Pause the bus, or one lane (:mod:`echomq.flow`)."""
+        self._flow(flow.pause_call(self.keys, self.settings.wake_cap, lane, resume=False))
+
+    def resume(self, lane: str | None = None) -> None:
+        """Resume the bus, or one lane (:mod:`echomq.flow`)."""
+        self._flow(flow.pause_call(self.keys, self.settings.wake_cap, lane, resume=True))
+
+    def set_lane_cap(self, lane: str, cap: int | None) -> None:
+        """At most ``cap`` active jobs of ``lane`` (``"*"``: every lane; None clears) (:mod:`echomq.flow`)."""
+        self._flow(flow.cap_call(self.keys, self.settings.wake_cap, lane, cap))
+
+    def set_rate_limit(self, rate: Rate | None, *, lane: str | None = None) -> None:
+        """A rate limit of the bus, a lane or every lane (``"*"``); None clears it (:mod:`echomq.flow`)."""
+        self._flow(flow.rate_call(self.keys, self.settings.wake_cap, lane, rate))
+
+    def flow_settings(self) -> FlowSettings:
+        """The pauses, caps and rates set on this bus."""
+        with translate_redis_errors():
+            raw: dict[bytes, bytes] = self.redis.hgetall(self.keys.flow)  # type: ignore[assignment]
+        return flow.settings_from(raw)
 
     def stats(self, *, lanes: int = 50) -> Stats:
         """Counters, depths and the first ``lanes`` lanes of the ring (read only)."""

@@ -69,6 +69,8 @@ async def test_counters_equal_the_number_of_each_outcome(bus, probe):
         "trimmed": 0,
         "slot_moving": 0,  # no cluster slot is being resharded here
         "unrecorded": 0,  # every claim kept its record (no slot moving)
+        "cancelled": 0,  # counted in tests/integration/test_control.py
+        "revocations": 0,  # likewise
     }
     states = probe.check()
     assert stats.queued == sum(1 for s in states.values() if s == "queued") == 7

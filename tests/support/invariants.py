@@ -3,8 +3,8 @@ reads them).
 
 1. Every job row is in exactly one location, and that location matches its ``state``
    (a trimmed tombstone is in none).
-2. A lane is in the ring iff it holds a job, and it is in the ring once; the ``waiting`` hash (the
-   fairness lag's clock) has a field for exactly the lanes in the ring.
+2. A lane is in the ring iff it holds a job and no flow gate holds it (``held``), and it is in the ring
+   once; the ``waiting`` hash (the fairness lag's clock) has a field for exactly the lanes in the ring.
 3. Every id in a location has a row.
 """
 

@@ -13,6 +13,8 @@ from echomq import (
     JobInfo,
     NewJob,
     Permanent,
+    Schedule,
+    Scheduler,
     Stats,
     SweepReport,
     SyncBus,
@@ -78,3 +80,14 @@ async def serve() -> None:
     worker = Worker(bus, handle, concurrency=50, lease_ms=30_000)
     await worker.run(handle_signals=True)
     await bus.aclose()
+
+
+async def readme_periodic() -> None:
+    async with Bus.from_url("redis://127.0.0.1:6379/0", tag="cm") as bus:
+        await Scheduler(
+            bus,
+            [
+                Schedule(name="nightly", cron="30 2 * * *", lane="reports", payload=b"nightly"),
+                Schedule(name="heartbeat", every_ms=30_000, lane="health", payload=b"ping"),
+            ],
+        ).run()

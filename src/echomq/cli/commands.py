@@ -6,18 +6,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from echomq._validate import check_utf8
 from echomq.bus import Bus
 from echomq.cli import render
 from echomq.cli.env import redis_url
 from echomq.cli.exits import EXIT_FAILURE, UsageError
+from echomq.errors import InvalidPayload
 from echomq.inspection import JobInfo
 from echomq.partitions import AnyBus, PartitionedBus
+from echomq.periodic import Scheduler
+from echomq.schedules import Schedule
 from echomq.worker.runner import Worker
 
 
@@ -144,3 +149,34 @@ async def run_demo(args: argparse.Namespace) -> int:
     return await demo.run(
         tag=args.tag, seconds=args.seconds, lanes=args.lanes, rate=args.rate, cluster=args.cluster
     )
+
+
+async def run_schedule(args: argparse.Namespace) -> int:
+    """One schedule's scheduler (``echomq schedule``) until SIGINT or SIGTERM, or one step with ``--once``.
+    The schedule and the options are checked before Redis is reached; run it on as many hosts as you like:
+    every tick is enqueued once (:mod:`echomq.periodic`)."""
+    payload = check_utf8("payload", args.payload, InvalidPayload).encode()
+    schedule = Schedule(
+        name=args.name,
+        cron=args.when,
+        lane=args.lane,
+        payload=payload,
+        max_attempts=args.max_attempts,
+        priority=args.priority,
+    )
+    async with _bus(args) as bus:
+        scheduler = Scheduler(bus, [schedule], catch_up_ms=args.catch_up_ms, max_catch_up=args.max_catch_up)
+        if args.once:
+            report = await scheduler.tick_once()
+            for tick in report.ticks:
+                print(f"{tick.job} {tick.at_ms} {tick.admission.value}")
+            return 0
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, scheduler.stop)
+        try:
+            await scheduler.run()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+    return 0

@@ -14,6 +14,7 @@ from echomq.core import DEFAULT_TAG
 from echomq.errors import InvalidInput
 from echomq.keyspace import JOB_BRAND
 from echomq.partitions import MAX_PARTITIONS
+from echomq.schedules import DEFAULT_CATCH_UP_MS, DEFAULT_MAX_CATCH_UP
 from echomq.worker.runner import SWEEP_PERIOD_S
 
 _CLUSTER_HELP = "the URL names one node of a Redis Cluster"
@@ -99,6 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", parents=[common], help="run one sweep now")
     sweep.add_argument("--json", action="store_true")
     sweep.set_defaults(run=commands.sweep_once)
+
+    schedule = sub.add_parser(
+        "schedule", parents=[common], help="enqueue a periodic job's ticks (run several: each tick once)"
+    )
+    schedule.add_argument("name", metavar="NAME", help="the schedule's name (part of its tick ids)")
+    schedule.add_argument(
+        "when", metavar="WHEN", help="a cron expression ('*/5 * * * *', '@daily') or '@every 30s'"
+    )
+    schedule.add_argument("--lane", required=True, help="the lane each tick's job is enqueued on")
+    schedule.add_argument("--payload", default="", help="each tick's payload, as UTF-8 text (default empty)")
+    schedule.add_argument("--max-attempts", type=int, default=5)
+    schedule.add_argument("--priority", type=int, default=0)
+    schedule.add_argument(
+        "--catch-up-ms", type=int, default=DEFAULT_CATCH_UP_MS, help="how far back missed ticks are enqueued"
+    )
+    schedule.add_argument(
+        "--max-catch-up", type=int, default=DEFAULT_MAX_CATCH_UP, help="at most this many ticks a step"
+    )
+    schedule.add_argument("--once", action="store_true", help="one step: print its ticks and exit")
+    schedule.set_defaults(run=commands.run_schedule)
 
     demo = sub.add_parser("demo", parents=[common], help="a producer and a worker, with live counts")
     demo.add_argument("--seconds", type=float, default=None, help="stop by itself after this long")

@@ -68,6 +68,17 @@
   removed when the lane leaves the ring. So serial - waiting[lane] is the number of claims served since
   the lane was last served (or became non-empty), which the rotation keeps below the lanes waiting.
 
+  Gates (flow control, include "gates", echomq.flow): on a bus with any flow setting (the stats counter
+  'flow_gates'), a claim takes nothing while the bus is paused or its slot moves; it first returns the
+  throttled lanes whose rate window freed a claim to the ring; then each step checks the bus's rate window
+  (full: the claim stops, deletes the wake tokens, and next_due says when the window frees a claim, so
+  idle workers wait for that instead of waking each other for nothing) and its lane's gates: a paused lane, a lane at its concurrency cap ('lane-
+  active') or over its rate window leaves the ring (LPOP: it is at the head) and is held ('held'; a
+  throttled one also in 'throttled' until its oldest claim leaves the window), and the step claims
+  nothing. A job claimed from a capped lane is marked 'K' and counted in 'lane-active'; the claim that
+  brings the lane to its cap holds it. Each claim is counted in the rate windows that apply, member
+  'id:token'. A bus without flow settings reads the one counter and nothing more.
+
   Input:
     KEYS[1] ring    (list)  serviceable lanes
     KEYS[2] active  (zset)  claimed ids by lease deadline (ms); its head is read by an empty claim
@@ -86,7 +97,8 @@
     { now, next_due, n, id_1, lane_1, attempts_1, payload_1, deadline_1, tries_1, max_1, ... }
     { now, next_due, 0, next_lease }  a claim (not a retry) that got nothing
       now         server time (ms)
-      next_due    due time (ms) of the earliest delayed job, or -1 when none
+      next_due    due time (ms) of the earliest delayed job, or -1 when none; on a gated bus also of
+                  the earliest throttled lane and of the bus's full rate window, when earlier
       n           number of claimed jobs, each followed by its 7 fields (a retry: the recorded jobs
                   still active under their tokens, with the renewed deadline)
       next_lease  the earliest lease deadline (ms) in active, or -1 when active is empty
@@ -97,6 +109,7 @@ local recordKey = prefix .. 'claim:' .. request
 
 -- @include "slot"
 -- @include "row"
+-- @include "gates"
 
 local moving = slot_moving(prefix)
 -- The record is read and written only where it is (see 'Lost reply' above).
@@ -106,10 +119,23 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + leaseMs
 
+-- Flow control (include "gates"): a paused bus claims nothing, a bus over its rate stops claiming until
+-- its window frees a claim, and each step passes its lane's gates first (see 'Gates' above).
+local gated = gates_on(statsKey)
+local halted = false  -- the bus is paused, or its slot moves (a gated bus then claims nothing)
+local busRate = nil  -- {n, ms}: the bus's rate
+local blockedUntil = nil  -- when the bus's rate window frees a claim, once a step found it full
+
 local function next_due()
   local first = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
-  if first[2] then return tonumber(first[2]) end
-  return -1
+  local due = -1
+  if first[2] then due = tonumber(first[2]) end
+  if gated and not moving then
+    local reopen = next_reopen(prefix)
+    if blockedUntil and (reopen == nil or blockedUntil < reopen) then reopen = blockedUntil end
+    if reopen and (due < 0 or reopen < due) then due = reopen end
+  end
+  return due
 end
 
 -- A retry of a claim that ran: answer with what it claimed (see 'Lost reply' above).
@@ -142,6 +168,18 @@ if record then
   return reply
 end
 
+if gated then
+  if moving then
+    halted = true
+  else
+    local f = redis.call('HMGET', prefix .. 'flow', 'paused', 'rate')
+    halted = f[1] ~= false
+    local n, ms = rate_of(f[2] or nil)
+    if n then busRate = {n, ms} end
+    if not halted then reopen_due(prefix, now, ringKey, waitingKey, statsKey) end
+  end
+end
+
 local ringLen = redis.call('LLEN', ringKey)  -- tracked: an emptied ring is not read again
 local serial, lagMax = 0, 0
 if ringLen > 0 then  -- an empty ring reads no counters (an idle worker's claim stays small)
@@ -154,61 +192,104 @@ local claimed = {}  -- 'id token' of each claimed job, the record a retry answer
 local misses = 0
 local elsewhere = 0
 
-while n < count and ringLen > 0 do
+while n < count and ringLen > 0 and not halted do
   -- Every key of the step is read before its first write (see include "slot").
   local lane = redis.call('LINDEX', ringKey, 0)
   local laneKey = prefix .. 'lane:' .. lane
   if moving and not here(laneKey) then elsewhere = 1 break end
-  local head = redis.call('ZRANGE', laneKey, 0, 0)
-  local depth = redis.call('ZCARD', laneKey)
-  local jobId = head[1]
-  local jobKey = nil
-  local row = nil
-  if jobId then
-    jobKey = prefix .. 'job:' .. jobId
-    if moving and not here(jobKey) then elsewhere = 1 break end
-    row = redis.call('HMGET', jobKey, '1', 'm', 'u')
-    row[1] = read_payload(jobKey, row[1])
-  end
-  local since = tonumber(redis.call('HGET', waitingKey, lane) or serial)
-
-  redis.call('LMOVE', ringKey, ringKey, 'LEFT', 'RIGHT')
-  local drained = depth <= 1
-  if jobId then redis.call('ZPOPMIN', laneKey) end
-  if drained then
-    -- The lane is at the ring's right end just after the LMOVE: RPOP removes it.
-    redis.call('RPOP', ringKey)
-    redis.call('HDEL', waitingKey, lane)
-    ringLen = ringLen - 1
-  end
-  if jobId then
-    local attempts = redis.call('HINCRBY', jobKey, 'a', 1)
-    local tries = redis.call('HINCRBY', jobKey, 't', 1)
-    -- 'r' (request) names the claim that holds it, checked by a replay and the finishes ('Whose job').
-    redis.call('HSET', jobKey, 's', 'active', 'd', deadline, 'c', now, 'o', owner, 'r', request)
-    if row[3] then  -- the first claim since its promotion from delayed: how late it starts
-      redis.call('HSET', jobKey, 'k', now - tonumber(row[3]))
-      redis.call('HDEL', jobKey, 'u')
+  -- The gates (not while the slot moves: a gated bus is halted then). A closed lane leaves the ring,
+  -- held until the gate opens (include "gates"); a full bus window ends the claim.
+  local laneCap, laneRate = nil, nil
+  local closed = false
+  if gated then
+    if busRate then
+      blockedUntil = rate_full(prefix .. 'rate', busRate[1], busRate[2], now)
+      if blockedUntil then break end
     end
-    redis.call('ZADD', activeKey, deadline, jobId)
-    local lag = serial - since  -- claims served before this one since the lane waits
-    serial = serial + 1
-    -- The lane was just served: it waits again from here (see 'Fairness lag' above).
-    if not drained then redis.call('HSET', waitingKey, lane, serial) end
-    if lag > lagMax then lagMax = lag end
-    n = n + 1
-    claimed[n] = jobId .. ' ' .. attempts
-    out[#out + 1] = jobId
-    out[#out + 1] = lane
-    out[#out + 1] = attempts
-    out[#out + 1] = row[1]
-    out[#out + 1] = deadline
-    out[#out + 1] = tries
-    out[#out + 1] = tonumber(row[2])
-  else
-    -- An empty lane in the ring breaks the ring invariant (a foreign write); it was removed above.
-    misses = misses + 1
-    if misses > 16 then break end
+    local paused, cap, rateText = lane_gates(prefix, lane)
+    local rn, rms = rate_of(rateText)
+    local reopenAt = nil
+    closed = paused or (cap ~= nil and active_of(prefix, lane) >= cap)
+    if not closed and rn then
+      reopenAt = rate_full(prefix .. 'rate:' .. lane, rn, rms, now)
+      closed = reopenAt ~= nil
+    end
+    if closed then
+      redis.call('LPOP', ringKey)  -- the lane is at the ring's head
+      redis.call('HDEL', waitingKey, lane)
+      redis.call('SADD', prefix .. 'held', lane)
+      if reopenAt then redis.call('ZADD', prefix .. 'throttled', reopenAt, lane) end
+      ringLen = ringLen - 1
+    else
+      laneCap = cap
+      if rn then laneRate = {rn, rms} end
+    end
+  end
+  if not closed then
+    local head = redis.call('ZRANGE', laneKey, 0, 0)
+    local depth = redis.call('ZCARD', laneKey)
+    local jobId = head[1]
+    local jobKey = nil
+    local row = nil
+    if jobId then
+      jobKey = prefix .. 'job:' .. jobId
+      if moving and not here(jobKey) then elsewhere = 1 break end
+      row = redis.call('HMGET', jobKey, '1', 'm', 'u')
+      row[1] = read_payload(jobKey, row[1])
+    end
+    local since = tonumber(redis.call('HGET', waitingKey, lane) or serial)
+
+    redis.call('LMOVE', ringKey, ringKey, 'LEFT', 'RIGHT')
+    local drained = depth <= 1
+    if jobId then redis.call('ZPOPMIN', laneKey) end
+    if drained then
+      -- The lane is at the ring's right end just after the LMOVE: RPOP removes it.
+      redis.call('RPOP', ringKey)
+      redis.call('HDEL', waitingKey, lane)
+      ringLen = ringLen - 1
+    end
+    if jobId then
+      local attempts = redis.call('HINCRBY', jobKey, 'a', 1)
+      local tries = redis.call('HINCRBY', jobKey, 't', 1)
+      -- 'r' (request) names the claim that holds it, checked by a replay and the finishes ('Whose job').
+      redis.call('HSET', jobKey, 's', 'active', 'd', deadline, 'c', now, 'o', owner, 'r', request)
+      if row[3] then  -- the first claim since its promotion from delayed: how late it starts
+        redis.call('HSET', jobKey, 'k', now - tonumber(row[3]))
+        redis.call('HDEL', jobKey, 'u')
+      end
+      redis.call('ZADD', activeKey, deadline, jobId)
+      local lag = serial - since  -- claims served before this one since the lane waits
+      serial = serial + 1
+      -- The lane was just served: it waits again from here (see 'Fairness lag' above).
+      if not drained then redis.call('HSET', waitingKey, lane, serial) end
+      if laneCap then  -- counted against the cap until it leaves active (include "gates": leave_active)
+        redis.call('HSET', jobKey, 'K', 1)
+        if redis.call('HINCRBY', prefix .. 'lane-active', lane, 1) >= laneCap then
+          if not drained then  -- at its cap: out of the ring (at its right end just after the LMOVE)
+            redis.call('RPOP', ringKey)
+            redis.call('HDEL', waitingKey, lane)
+            ringLen = ringLen - 1
+          end
+          redis.call('SADD', prefix .. 'held', lane)
+        end
+      end
+      if laneRate then rate_count(prefix .. 'rate:' .. lane, jobId .. ':' .. attempts, laneRate[2], now) end
+      if busRate then rate_count(prefix .. 'rate', jobId .. ':' .. attempts, busRate[2], now) end
+      if lag > lagMax then lagMax = lag end
+      n = n + 1
+      claimed[n] = jobId .. ' ' .. attempts
+      out[#out + 1] = jobId
+      out[#out + 1] = lane
+      out[#out + 1] = attempts
+      out[#out + 1] = row[1]
+      out[#out + 1] = deadline
+      out[#out + 1] = tries
+      out[#out + 1] = tonumber(row[2])
+    else
+      -- An empty lane in the ring breaks the ring invariant (a foreign write); it was removed above.
+      misses = misses + 1
+      if misses > 16 then break end
+    end
   end
 end
 
@@ -222,12 +303,12 @@ if n > 0 then
   end
 end
 if elsewhere > 0 then redis.call('HINCRBY', statsKey, 'slot_moving', 1) end
-if ringLen == 0 then
+if ringLen == 0 or blockedUntil then  -- nothing claimable now (the bus's window: until next_due)
   redis.call('DEL', wakeKey)
   -- Active was empty before this claim: wake one idle worker to learn these leases ('Watch' above).
   -- Not while the slot moves: the source refuses a key this script emptied (see include "slot").
   if n > 0 and not moving and redis.call('ZCARD', activeKey) == n then redis.call('LPUSH', wakeKey, '1') end
-elseif redis.call('LLEN', wakeKey) == 0 then
+elseif not halted and redis.call('LLEN', wakeKey) == 0 then
   redis.call('LPUSH', wakeKey, '1')  -- jobs left behind: pass the wake-up on to the next idle worker
 end
 local reply = {now, next_due(), n}

@@ -63,6 +63,8 @@ local delayMs, retryable, lane, wakeCap = tonumber(ARGV[5]), ARGV[6] == '1', ARG
 local prefix, deadTtl, dedupWindow = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 
 -- @include "trim"
+-- @include "gates"
+-- @include "signal"
 
 -- @include "ended"
 
@@ -86,6 +88,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREM', activeKey, jobId)
 redis.call('HDEL', jobKey, 'd')
+leave_active(prefix, jobKey, lane, ringKey, waitingKey, statsKey)  -- uncounted from a lane cap
 
 if (not retryable) or tonumber(row[3] or 0) >= tonumber(row[4]) then
   trim_expired(deadKey, statsKey, prefix, now, deadTtl, dedupWindow, TRIM_PER_FINISH)
@@ -93,6 +96,7 @@ if (not retryable) or tonumber(row[3] or 0) >= tonumber(row[4]) then
   redis.call('HSET', jobKey, 's', 'dead', 'f', now, 'e', err)
   redis.call('HINCRBY', statsKey, 'dead', 1)
   note_ended(jobKey, token, request, 'x')
+  signal_end(jobKey)
   return {2, 'dead'}
 end
 
@@ -103,10 +107,7 @@ if delayMs > 0 then
   redis.call('HSET', jobKey, 's', 'delayed', 'e', err)
 else
   redis.call('ZADD', laneKey, tonumber(row[5] or 0), jobId)
-  if redis.call('ZCARD', laneKey) == 1 then
-    redis.call('RPUSH', ringKey, lane)
-    redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
-  end
+  if redis.call('ZCARD', laneKey) == 1 then offer_lane(prefix, ringKey, waitingKey, statsKey, lane) end
   redis.call('HSET', jobKey, 'e', err)
   redis.call('HDEL', jobKey, 's')  -- absent: queued
 end

@@ -46,6 +46,7 @@ local jobId, token, request, lane, wakeCap = ARGV[1], ARGV[2], ARGV[3], ARGV[4],
 
 -- @include "ended"
 -- @include "row"
+-- @include "gates"
 
 local row = redis.call('HMGET', jobKey, 's', 'a', 'p', 'l', 'r')
 if not row[4] then  -- no row: a tombstone is stale (its ended words are gone with the row)
@@ -62,12 +63,11 @@ if row[1] ~= 'active' or row[2] ~= token or (request ~= '' and row[5] ~= request
 end
 if row[4] ~= lane then return {-2, row[4]} end
 
+local prefix = job_place(jobKey)
 redis.call('ZREM', activeKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3] or 0), jobId)
-if redis.call('ZCARD', laneKey) == 1 then
-  redis.call('RPUSH', ringKey, lane)
-  redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
-end
+if redis.call('ZCARD', laneKey) == 1 then offer_lane(prefix, ringKey, waitingKey, statsKey, lane) end
+leave_active(prefix, jobKey, lane, ringKey, waitingKey, statsKey)  -- uncounted from a lane cap
 redis.call('HINCRBY', jobKey, 't', -1)
 note_ended(jobKey, token, request, 'r')
 redis.call('HDEL', jobKey, 's', 'd')  -- 's' absent: queued

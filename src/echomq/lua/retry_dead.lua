@@ -40,6 +40,7 @@ local jobKey, deadKey, ringKey, wakeKey, statsKey, waitingKey = KEYS[1], KEYS[2]
 local jobId, prefix, wakeCap, request = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
 -- @include "row"
+-- @include "gates"
 
 local row = redis.call('HMGET', jobKey, 's', 'l', 'p', 'T', 'b')
 if not row[2] then  -- no row: a tombstone has no payload left to retry
@@ -59,10 +60,7 @@ if slot_moving(prefix) and not here(laneKey) then
 end
 redis.call('ZREM', deadKey, jobId)
 redis.call('ZADD', laneKey, tonumber(row[3] or 0), jobId)
-if redis.call('ZCARD', laneKey) == 1 then
-  redis.call('RPUSH', ringKey, row[2])
-  redis.call('HSET', waitingKey, row[2], redis.call('HGET', statsKey, 'claimed') or 0)
-end
+if redis.call('ZCARD', laneKey) == 1 then offer_lane(prefix, ringKey, waitingKey, statsKey, row[2]) end
 redis.call('HSET', jobKey, 'b', request)
 redis.call('HDEL', jobKey, 's', 't', 'f')  -- queued ('s' absent), tries 0 ('t' absent)
 if redis.call('LLEN', wakeKey) < wakeCap then redis.call('LPUSH', wakeKey, '1') end

@@ -1,7 +1,8 @@
 --[[
   stats: one consistent snapshot of the counters, the depth of every state, and the ring's lanes.
 
-  Called by echomq.stats.read_stats. Read-only. Queued depth sums every lane in the ring (O(lanes));
+  Called by echomq.stats.read_stats. Read-only. Queued depth sums every lane in the ring (O(lanes)) and
+  every lane a flow gate holds out of it ('<prefix>held', include "gates");
   the first ARGV[2] lanes of the ring are also returned with their depth and fairness lag: the number of
   claims served since the lane was last served, or became non-empty (waiting[lane], see claim.lua).
 
@@ -45,6 +46,14 @@ for i, lane in ipairs(ring) do
     lanes[#lanes + 1] = lane
     lanes[#lanes + 1] = depth
     lanes[#lanes + 1] = lag
+  end
+end
+-- Lanes a gate holds out of the ring (echomq.flow) keep their queued jobs: counted in queued too.
+local heldKey = prefix .. 'held'
+if not moving or here(heldKey) then
+  for _, lane in ipairs(redis.call('SMEMBERS', heldKey)) do
+    local laneKey = prefix .. 'lane:' .. lane
+    if not moving or here(laneKey) then queued = queued + redis.call('ZCARD', laneKey) end
   end
 end
 return {

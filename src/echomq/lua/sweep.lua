@@ -78,6 +78,8 @@ local deadTtl = tonumber(ARGV[7])
 
 -- @include "trim"
 -- (include "slot" comes with "trim")
+-- @include "gates"
+-- @include "signal"
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -92,7 +94,6 @@ end
 -- Each step first looks at its set's head (see 'Idle' above): a step with nothing due reads nothing more.
 local dueHead, leaseHead, doneHead, deadHead = head(delayedKey), head(activeKey), head(doneKey), head(deadKey)
 
-local serial = nil  -- the 'claimed' serial, read when a job first goes to a lane
 local queued = 0
 local moving = nil  -- asked once, and only when a step has a job to move (see include "slot")
 local elsewhere = false  -- a step found a key on another node: the sweep stopped there
@@ -114,12 +115,8 @@ end
 
 local function toLane(jobId, jobKey, lane, priority)
   local laneKey = prefix .. 'lane:' .. lane
-  if serial == nil then serial = tonumber(redis.call('HGET', statsKey, 'claimed') or '0') end
   redis.call('ZADD', laneKey, tonumber(priority or 0), jobId)
-  if redis.call('ZCARD', laneKey) == 1 then
-    redis.call('RPUSH', ringKey, lane)
-    redis.call('HSET', waitingKey, lane, serial)
-  end
+  if redis.call('ZCARD', laneKey) == 1 then offer_lane(prefix, ringKey, waitingKey, statsKey, lane) end
   redis.call('HDEL', jobKey, 's')  -- absent: queued (include "row")
   queued = queued + 1
 end
@@ -161,10 +158,12 @@ if not elsewhere and (lockMs == 0 or redis.call('SET', lockKey, '1', 'NX', 'PX',
     redis.call('HDEL', jobKey, 'd')
     left = left + 1
     if row[1] then
+      if leave_active(prefix, jobKey, row[1], ringKey, waitingKey, statsKey) then queued = queued + 1 end
       if tonumber(row[3] or 0) >= tonumber(row[4]) then
         redis.call('ZADD', deadKey, now, jobId)
         redis.call('HSET', jobKey, 's', 'dead', 'f', now,
           'e', 'lease expired on the last of ' .. row[4] .. ' attempts')
+        signal_end(jobKey)
         dead = dead + 1
       else
         toLane(jobId, jobKey, row[1], row[2])
@@ -186,6 +185,14 @@ if not elsewhere then
   trimmed = doneTrimmed + deadTrimmed
 end
 
+-- Flow control (include "gates"): throttled lanes whose window freed a claim, and any held lane whose
+-- gate opened without reopening it (a slot move in between), go back into the ring.
+local gated = not elsewhere and not is_moving() and gates_on(statsKey)
+if gated then
+  queued = queued + reopen_due(prefix, now, ringKey, waitingKey, statsKey)
+  queued = queued + reopen_held(prefix, ringKey, waitingKey, statsKey, 20)
+end
+
 if promoted > 0 then redis.call('HINCRBY', statsKey, 'promoted', promoted) end
 if reclaimed > 0 then redis.call('HINCRBY', statsKey, 'reclaimed', reclaimed) end
 if dead > 0 then redis.call('HINCRBY', statsKey, 'dead', dead) end
@@ -204,6 +211,8 @@ local function head_after(key, before, changed, unknown)
   return head(key)
 end
 local nextDue = head_after(delayedKey, dueHead, promoted > 0, nil) or -1
+local reopen = gated and next_reopen(prefix)
+if reopen and (nextDue < 0 or reopen < nextDue) then nextDue = reopen end
 local nextLease = head_after(activeKey, leaseHead, left > 0, now) or -1
 doneHead = head_after(doneKey, doneHead, doneTrimmed > 0, now - resultTtl)
 deadHead = head_after(deadKey, deadHead, deadTrimmed > 0, now - deadTtl)

@@ -86,9 +86,26 @@ def queue_structure(client: Client, keys: Keyspace, rows: dict[str, dict[str, st
     if twice:
         problems.append(f"lanes in the ring more than once: {twice}")
     lanes = {place[5:] for places in where.values() for place in places if place.startswith("lane:")}
-    if set(ring) != lanes:
-        problems.append(f"the ring {sorted(ring)} is not the non-empty lanes {sorted(lanes)}")
+    held = {lane.decode() for lane in client.smembers(keys.held)}
+    if set(ring) != lanes - held:
+        problems.append(
+            f"the ring {sorted(ring)} is not the non-empty lanes {sorted(lanes)} less the held {sorted(held)}"
+        )
+    problems.extend(_capped_counts(client, keys, rows))
     waiting = {lane.decode() for lane in client.hkeys(keys.waiting)}
     if waiting != set(ring):
         problems.append(f"the fairness clock's lanes {sorted(waiting)} are not the ring's {sorted(ring)}")
     return problems
+
+
+def _capped_counts(client: Client, keys: Keyspace, rows: dict[str, dict[str, str]]) -> list[str]:
+    """What breaks the caps' count: ``lane-active`` holds, per lane, the active rows marked ``K``."""
+    marked: Counter[str] = Counter()
+    for job in client.zrange(keys.active, 0, -1):
+        if client.hget(keys.job(job.decode()), "K") is not None:
+            marked[rows[job.decode()]["lane"]] += 1
+    raw = client.hgetall(keys.lane_active)
+    counted = {lane.decode(): int(n) for lane, n in raw.items()}
+    if counted != dict(marked):
+        return [f"lane-active {counted} is not the active rows marked K per lane {dict(marked)}"]
+    return []

@@ -37,6 +37,12 @@ EVENTS: tuple[str, ...] = (
     "job.unfinished",  # ERROR  a finish could not reach Redis; the sweep returns the job after its lease
     "lease.revoked",  # WARNING the lease was reaped: job.revoked is set, an async handler is cancelled
     "lease.error",  # WARNING a lease extension round failed; it is retried at the next tick
+    "periodic.started",  # INFO   a Scheduler's run() began (echomq.periodic)
+    "periodic.tick",  # INFO   a tick submitted and admitted (DEBUG when a duplicate, ERROR when a conflict)
+    "periodic.skipped",  # WARNING ticks of the catch-up window past max_catch_up, never enqueued here
+    "periodic.refused",  # WARNING a tick id this host's clock may not admit (clock far off the server's)
+    "periodic.redis_error",  # WARNING a step could not reach Redis; the next step submits its ticks again
+    "periodic.stopped",  # INFO   a Scheduler's run() returned
 )
 
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}

@@ -1,5 +1,6 @@
 -- include "admit": the two halves of an idempotent admission (see enqueue.lua for the contract).
 -- @include "row"
+-- @include "gates"
 
 -- The reply for an id that already has a row (or a tombstone), or nil when it has none.
 -- { 0, state } duplicate (same lane and digest); {-1, state } conflict. Counts the outcome.
@@ -47,9 +48,8 @@ local function admit_new(jobKey, laneKey, ringKey, delayedKey, wakeKey, statsKey
     redis.call('ZADD', delayedKey, now + delayMs, jobId)
   else
     redis.call('ZADD', laneKey, priority, jobId)
-    if redis.call('ZCARD', laneKey) == 1 then
-      redis.call('RPUSH', ringKey, lane)
-      redis.call('HSET', waitingKey, lane, redis.call('HGET', statsKey, 'claimed') or 0)
+    if redis.call('ZCARD', laneKey) == 1 then  -- into the ring unless a gate holds it (include "gates")
+      offer_lane(job_place(jobKey), ringKey, waitingKey, statsKey, lane)
     end
   end
   -- A token also for a delayed job: an idle worker wakes, learns the new next due time, sleeps again.

@@ -2,6 +2,8 @@
 -- The row's fields are one letter (include "row", which "trim" brings): 's' state, 'a' attempts, 'r'
 -- request, 'l' lane, 'f' finished, 'x' result, 'd' deadline.
 -- @include "trim"
+-- @include "gates"
+-- @include "signal"
 
 -- Is the row's claim the caller's: under `token`, and, when the caller names its claim call (`request`
 -- not ''), claimed by that very call? The token alone cannot tell a job's lives apart: an id finished,
@@ -48,4 +50,8 @@ local function complete_job(jobKey, activeKey, doneKey, statsKey, jobId, result,
   redis.call('HSET', jobKey, 's', 'done', 'f', now, 'x', result)
   redis.call('HDEL', jobKey, 'd')
   redis.call('HINCRBY', statsKey, 'completed', 1)
+  -- A capped lane's job frees its place (include "gates"); waiters for its result wake ("signal").
+  local marks = redis.call('HMGET', jobKey, 'K', 'W', 'l')
+  if marks[1] then leave_active(prefix, jobKey, marks[3], prefix .. 'ring', prefix .. 'waiting', statsKey) end
+  if marks[2] then signal_end(jobKey) end
 end

@@ -17,6 +17,8 @@
 --   f finished   e error     x result     n ended (include "ended")     b retried_by
 --   T trimmed    (ms; the row is a tombstone)
 --   w admitted   (ms) written by an application's admission that wants it (codemojex's submit)
+--   K capped     the claim counted it against its lane's cap (include "gates")
+--   W waiters    callers waiting for its end (include "signal")
 -- A job's admission time is its id's mint time (echomq.ids.timestamp_ms); no field holds it.
 
 local ROW_CHUNK = 64

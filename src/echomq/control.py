@@ -1,0 +1,84 @@
+"""Control of single jobs: cancel a queued or delayed job, revoke an active one.
+
+Guarantees provided here:
+
+* **Cancel** (:func:`cancel`) takes a queued or delayed job out of the queue before any worker claims it,
+  in one script (``lua/cancel.lua``): it is dead-lettered with the error ``cancelled: <reason>``, so it
+  can be inspected, retried (:func:`echomq.dead.retry_dead`) or deleted like any dead letter, and its
+  id keeps absorbing duplicate admissions for the dedup window. A job already claimed is not touched:
+  cancel answers :attr:`~echomq.states.Control.REFUSED` and the caller may revoke it. Cancel against
+  claim is one script against another: the job is either cancelled (no worker ever runs it) or claimed
+  (cancel refuses), never both.
+* **Revoke** (:func:`revoke`) takes an active job from its worker (``lua/revoke.lua``): it leaves active
+  and is dead-lettered with ``revoked: <reason>``. Its worker's claim is no longer active, so every
+  finishing call of that claim is refused as stale (the fence of :mod:`echomq.finish`): its complete does
+  not count and its effects done in the finish script (the score, an application's) are not applied; the
+  worker's lease keeper, refused at its next renewal, sets the handler's ``job.revoked``. Revoke against
+  complete: whichever runs first wins, the other is refused.
+* **Waiters** for the job's result (:mod:`echomq.results`) wake with :class:`~echomq.errors.JobDead`.
+* **Lost replies.** A retried cancel (revoke) finds the job dead with its own kind of error and answers
+  ``DONE`` again; nothing changes twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from echomq.errors import InvalidOption, RedisUnavailable, translate_redis_errors
+from echomq.jobs import reply_code
+from echomq.states import Control
+
+if TYPE_CHECKING:
+    from echomq.core import BusCore, Settings
+    from echomq.keyspace import Keyspace
+
+MAX_REASON = 200  # characters of a reason kept in the row's error
+
+
+def _reason(reason: object) -> str:
+    if not isinstance(reason, str):
+        raise InvalidOption(f"a reason is text, got {type(reason).__name__}")
+    text = reason[:MAX_REASON]
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise InvalidOption("a reason is text UTF-8 can encode") from exc
+    return text
+
+
+def cancel_call(keys: Keyspace, settings: Settings, job: str, reason: str) -> tuple[list[str], list[Any]]:
+    """Keys and args of one cancel.lua call, every input checked."""
+    return (
+        [keys.job(job), keys.delayed, keys.dead, keys.ring, keys.waiting, keys.stats],
+        [job, keys.prefix, _reason(reason), settings.dead_ttl_ms, settings.dedup_window_ms],
+    )
+
+
+def revoke_call(keys: Keyspace, settings: Settings, job: str, reason: str) -> tuple[list[str], list[Any]]:
+    """Keys and args of one revoke.lua call, every input checked."""
+    return (
+        [keys.job(job), keys.active, keys.dead, keys.ring, keys.waiting, keys.stats],
+        [job, keys.prefix, _reason(reason), settings.dead_ttl_ms, settings.dedup_window_ms],
+    )
+
+
+def outcome(name: str, reply: Any, job: str) -> Control:
+    """What a cancel.lua or revoke.lua reply reports (no row: :class:`~echomq.errors.UnknownJob`)."""
+    code = reply_code(name, reply, job)
+    if code == -3:
+        raise RedisUnavailable(f"the bus's slot is being resharded: job {job} was not cancelled, try again")
+    return Control.DONE if code in (1, 2) else Control.REFUSED
+
+
+async def cancel(bus: BusCore, job: str, reason: str = "") -> Control:
+    """Cancel a queued or delayed job: ``DONE``, or ``REFUSED`` when it is active or finished."""
+    keys, args = cancel_call(bus.keys, bus.settings, job, reason)
+    with translate_redis_errors():
+        return outcome("cancel", await bus.scripts.run("cancel", keys, args), job)
+
+
+async def revoke(bus: BusCore, job: str, reason: str = "") -> Control:
+    """Revoke an active job: ``DONE``, or ``REFUSED`` when it is not active."""
+    keys, args = revoke_call(bus.keys, bus.settings, job, reason)
+    with translate_redis_errors():
+        return outcome("revoke", await bus.scripts.run("revoke", keys, args), job)
