@@ -3,6 +3,7 @@ completion in one atomic step, every effect or none."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -323,3 +324,24 @@ async def test_a_hand_made_malformed_program_is_refused_before_any_write(bus, pr
     with pytest.raises(ScriptError, match="EchoMQ"), translate_redis_errors():  # a raw call's key of EchoMQ
         await bus.scripts.run("complete_effects", [*keys[:4], bus.keys.ring], [*args, 1, "DEL", 1, 0])
     assert probe.check() == {claim.job: "active"}
+
+
+async def test_a_revoked_jobs_claim_applies_none_of_its_effects(bus, probe, sync_redis):
+    """A job revoked while its worker runs it: the worker's complete with effects is STALE and none of
+    them applies."""
+    claim = await _claimed(bus, probe)
+    await bus.revoke(claim.job, "operator")
+    fx = Effects().incrby(app(bus, "n"), 1).set(app(bus, "by"), "revoked run")
+    assert await bus.complete(claim, b"late", effects=fx) is Finish.STALE
+    assert app_state(sync_redis, bus) == {}
+    assert probe.check()[claim.job] == "dead"
+
+
+async def test_a_waiter_for_the_result_wakes_when_the_effects_complete_the_job(bus, probe, sync_redis):
+    """bus.result waits for a job completed with effects and gets its result, the effects already there."""
+    claim = await _claimed(bus, probe)
+    waiter = asyncio.ensure_future(bus.result(claim.job, timeout=10))
+    await asyncio.sleep(0.05)  # the waiter is waiting (a result already there would be read anyway)
+    assert await bus.complete(claim, b"answer", effects=Effects().incrby(app(bus, "n"), 7)) is Finish.DONE
+    assert await waiter == b"answer"
+    assert sync_redis.get(app(bus, "n")) == b"7"
