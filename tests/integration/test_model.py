@@ -102,8 +102,15 @@ class Model:
         queue.append(job.id)
         queue.sort(key=lambda j: (self.jobs[j].priority, j))
         if len(queue) == 1:
-            self.ring.append(job.lane)
-            self.since[job.lane] = self.serial
+            self.offer(job.lane)
+
+    def offer(self, lane: str) -> None:
+        """A lane that just got its first queued job joins the ring (a gate may hold it: test_model_flow)."""
+        self.ring.append(lane)
+        self.since[lane] = self.serial
+
+    def left_active(self, job: ModelJob) -> None:
+        """A job just left active (a lane cap frees its place: test_model_flow)."""
 
     def enqueue(self, job: ModelJob, delayed: bool) -> None:
         self.jobs[job.id] = job
@@ -172,6 +179,7 @@ class Model:
         self.jobs[claim.job].finished = finished
         self.completed.add(claim.job)
         self.counters["completed"] += 1
+        self.left_active(self.jobs[claim.job])
         return Finish.DONE
 
     def fail(self, claim: Claim, retryable: bool, delay_ms: int) -> Failure:
@@ -182,6 +190,7 @@ class Model:
             self.counters["stale"] += 1
             return Failure.STALE
         job = self.jobs[claim.job]
+        self.left_active(job)
         if not retryable or job.tries >= job.max_attempts:
             job.state = "dead"
             self.end(job, "x")
@@ -217,6 +226,7 @@ class Model:
         self.end(job, "r")
         job.tries -= 1
         self.to_lane(job)
+        self.left_active(job)
         self.counters["released"] += 1
         return Release.RELEASED
 
@@ -237,6 +247,7 @@ class Model:
         reclaimed = dead = 0
         for job_id in sorted(j.id for j in self.jobs.values() if j.state == "active" and j.expired):
             job = self.jobs[job_id]
+            self.left_active(job)
             if job.tries >= job.max_attempts:
                 job.state = "dead"
                 dead += 1
@@ -246,11 +257,15 @@ class Model:
         trimmed = self.untrimmed_done() if self.trim else []
         for job in trimmed:
             job.trimmed = True
+        self.after_sweep()
         self.counters["promoted"] += len(promoted)
         self.counters["reclaimed"] += reclaimed
         self.counters["dead"] += dead
         self.counters["trimmed"] += len(trimmed)
         return len(promoted), reclaimed, dead, len(trimmed)
+
+    def after_sweep(self) -> None:
+        """The sweep's last step (reopening throttled lanes: test_model_flow)."""
 
     def untrimmed_done(self) -> list[ModelJob]:
         return [j for j in self.jobs.values() if j.state == "done" and not j.trimmed]

@@ -65,10 +65,13 @@ local function count_gates()
   return gates
 end
 
--- Every held lane whose gates are now open goes back into the ring; wake as many workers.
+-- Every held lane whose gates are now open goes back into the ring, in name order (a set's own order
+-- is the server's), and as many workers wake.
 local function reopen_all()
   local back = 0
-  for _, lane in ipairs(redis.call('SMEMBERS', prefix .. 'held')) do
+  local held = redis.call('SMEMBERS', prefix .. 'held')
+  table.sort(held)
+  for _, lane in ipairs(held) do
     if reopen_lane(prefix, ringKey, waitingKey, statsKey, lane) then back = back + 1 end
   end
   wake(back)
