@@ -12,8 +12,11 @@ from echomq import ids
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, MAX_PAYLOAD, Settings
 from echomq.dead import DeadRetry
+from echomq.effects import Completion, Effects
 from echomq.errors import (
     EchoMQError,
+    EffectRefused,
+    InvalidEffect,
     InvalidId,
     InvalidInput,
     InvalidLane,
@@ -55,12 +58,16 @@ __all__ = [
     "Bus",
     "Claim",
     "Claimed",
+    "Completion",
     "Control",
     "DeadRetry",
     "EchoMQError",
+    "EffectRefused",
+    "Effects",
     "Failure",
     "Finish",
     "FlowSettings",
+    "InvalidEffect",
     "InvalidId",
     "InvalidInput",
     "InvalidLane",

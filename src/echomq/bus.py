@@ -13,10 +13,12 @@ from typing import Any
 from redis.asyncio import Redis
 
 from echomq import control, dead, events, finish, flow, inspection, jobs, lanes, results, stats, sweep
+from echomq import effects as effects_module
 from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
 from echomq.dead import DeadRetry
+from echomq.effects import Effects
 from echomq.errors import translate_redis_errors
 from echomq.flow import FlowSettings, Rate
 from echomq.inspection import JobInfo
@@ -103,8 +105,12 @@ class Bus(BusCore):
     ) -> Claimed:
         return await lanes.claim(self, count, lease_ms, owner, request)
 
-    async def complete(self, claim: Claim, result: bytes = b"") -> Finish:
-        return await finish.complete(self, claim, result)
+    async def complete(self, claim: Claim, result: bytes = b"", *, effects: Effects | None = None) -> Finish:
+        """Complete ``claim`` (:func:`echomq.finish.complete`); with ``effects``, apply them in the same
+        atomic step, or none of them if the claim is stale (:mod:`echomq.effects`)."""
+        if effects is None:
+            return await finish.complete(self, claim, result)
+        return await effects_module.complete(self, claim, result, effects)
 
     async def fail(
         self, claim: Claim, error: str, *, retryable: bool = True, delay_ms: int | None = None

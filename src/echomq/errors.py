@@ -10,12 +10,15 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     │   ├── InvalidToken                      attempts token that is not a positive int
     │   ├── InvalidPayload                    payload that is not bytes; error text UTF-8 cannot encode
     │   │   └── PayloadTooLarge               payload over the bus's size limit
-    │   └── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
-    │       └── InvalidSchedule               a cron expression or interval that cannot be read or never fires
+    │   ├── InvalidOption                     an out-of-range option (lease, count, delay, owner, ...)
+    │   │   └── InvalidSchedule               a cron expression or interval that cannot be read or never fires
+    │   └── InvalidEffect                     an effect EchoMQ does not run, a bad argument, a key of
+    │                                         EchoMQ's or (on a cluster) outside the bus's slot
     ├── UnknownJob (also LookupError)         no row for that job id (never admitted, or trimmed)
     │   └── ResultExpired                     the job finished but its row is trimmed: its result is gone
     ├── JobDead                               the job awaited was dead-lettered (failed, cancelled, revoked)
     ├── ResultTimeout (also TimeoutError)     the job awaited did not finish in time
+    ├── EffectRefused                         effects that cannot apply to the data as it is; nothing changed
     ├── ScriptError                           a Lua script answered something outside its contract
     ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
     │   └── NotDurable                        fewer replicas than asked acknowledged an admission in time
@@ -76,6 +79,17 @@ class InvalidOption(InvalidInput):
 
 class InvalidSchedule(InvalidOption):
     """A cron expression or interval (:mod:`echomq.cron`) is ill-formed, out of range, or never fires."""
+
+
+class InvalidEffect(InvalidInput):
+    """An effect (:class:`echomq.Effects`) that EchoMQ does not run: a bad argument, a key under
+    ``emq:`` (EchoMQ's own), or, on a cluster, a key outside the bus's slot. Nothing was sent."""
+
+
+class EffectRefused(EchoMQError):
+    """Effects that cannot apply to the data as it is (a key of another type, a counter that is not an
+    integer or would leave +-(2**53 - 1), a stream out of ids), found before any ran: nothing changed, and
+    the job is still active under the claim (the reason is the message)."""
 
 
 class UnknownJob(EchoMQError, LookupError):

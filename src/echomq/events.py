@@ -57,11 +57,12 @@ class Event:
     lane: str
     attempt: int
     text: str
+    at_ms: int = 0  # a claim's server time, as its rate windows count it (0 on the other events)
 
     @property
     def time_ms(self) -> int:
-        """The server time of the change (the stream id's first part)."""
-        return int(self.id.partition("-")[0])
+        """The server time of the change: a claim's own, else the stream id's first part."""
+        return self.at_ms or int(self.id.partition("-")[0])
 
 
 def events_key(keys: Keyspace) -> str:
@@ -77,6 +78,7 @@ def parse(entry_id: bytes | str, fields: dict[bytes, bytes]) -> Event:
         text.get("l", ""),
         int(text.get("a", "0") or 0),
         text.get("x", ""),
+        int(text.get("t", "0") or 0),
     )
 
 

@@ -48,6 +48,7 @@ from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, Settings
 from echomq.dead import DeadRetry
+from echomq.effects import Effects
 from echomq.errors import InvalidOption, UnknownJob
 from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob, enqueue_call, pool_size
@@ -213,8 +214,8 @@ class PartitionedBus:
     ) -> list[Claim]:
         return (await self.claim_batch(count, lease_ms, owner, request)).jobs
 
-    async def complete(self, claim: Claim, result: bytes = b"") -> Finish:
-        return await self.route(claim.lane).complete(claim, result)
+    async def complete(self, claim: Claim, result: bytes = b"", *, effects: Effects | None = None) -> Finish:
+        return await self.route(claim.lane).complete(claim, result, effects=effects)
 
     async def fail(
         self, claim: Claim, error: str, *, retryable: bool = True, delay_ms: int | None = None

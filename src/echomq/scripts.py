@@ -22,6 +22,8 @@ parameters and never read ``KEYS`` or ``ARGV``:
   and claimed by the claim call ``request``, or by any when ``request`` is '', else the refusal reply)
   and ``complete_job(..., prefix, resultTtl, dedupWindow)`` (active -> done, after trimming a few
   expired done rows), the two halves of ``complete.lua``; it includes ``trim``;
+* ``effects``: ``read_effects``, ``check_effects`` and ``apply_effects``, an application's Redis writes
+  checked whole against the data before the first one runs (``complete_effects.lua``);
 * ``trim``: ``trim_expired(setKey, statsKey, prefix, now, ttl, window, count)``, the retention rule of
   finished rows (done and dead), and ``TRIM_PER_FINISH``, what each finish trims.
 
@@ -59,6 +61,7 @@ KEY_COUNTS: dict[str, int] = {
     "enqueue": 7,
     "claim": 6,
     "complete": 4,
+    "complete_effects": 4,  # and one key per effect key after these (VARIADIC)
     "fail": 9,
     "extend": 3,
     "release": 7,
@@ -71,6 +74,10 @@ KEY_COUNTS: dict[str, int] = {
     "await": 1,
     "progress": 2,
 }
+
+# Scripts whose KEYS go on past the declared ones: complete_effects takes the keys of its effects after
+# its four (a header documents such a tail as KEYS[n...]); a call gives at least the declared count.
+VARIADIC: frozenset[str] = frozenset({"complete_effects"})
 
 _INCLUDE = re.compile(r'^-- @include "([a-z_]+)"$', re.MULTILINE)
 
@@ -102,10 +109,12 @@ def _expand(text: str, package: str = "echomq") -> str:
 
 @dataclass(frozen=True)
 class Library:
-    """The scripts of ``package`` (in its ``lua/`` folder) and the number of KEYS each takes."""
+    """The scripts of ``package`` (in its ``lua/`` folder) and the number of KEYS each takes (at least,
+    for those named in ``variadic``)."""
 
     package: str
     counts: Mapping[str, int]
+    variadic: frozenset[str] = frozenset()
 
     def source(self, name: str) -> str:
         """The text of ``lua/<name>.lua`` with its includes expanded."""
@@ -114,7 +123,7 @@ class Library:
         return _expand(_read(self.package, f"{name}.lua"), self.package)
 
 
-ECHOMQ = Library("echomq", KEY_COUNTS)
+ECHOMQ = Library("echomq", KEY_COUNTS, VARIADIC)
 
 
 def source(name: str) -> str:
@@ -131,9 +140,10 @@ class _Registry(Generic[ScriptT]):
         self._scripts: dict[str, ScriptT] = scripts
 
     def get(self, name: str, keys: list[str]) -> ScriptT:
-        """The script ``name``, after checking that ``keys`` has its declared count."""
+        """The script ``name``, after checking that ``keys`` has its declared count (or more, for a
+        variadic script)."""
         expected = self.library.counts[name]
-        if len(keys) != expected:
+        if len(keys) != expected and not (name in self.library.variadic and len(keys) > expected):
             raise AssertionError(f"{name}.lua takes {expected} keys, got {len(keys)}")
         return self._scripts[name]
 

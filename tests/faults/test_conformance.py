@@ -34,6 +34,26 @@ SHORT = Config(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # a hang guard, not a speed bound
+def test_with_flow_control_and_named_tasks_on_the_gates_hold_and_nothing_is_lost():
+    """The short schedule with every lane capped at one active job, the bus at 300 claims a second and
+    named tasks served by the same workers beside the guesses: under every fault no guess is lost or
+    scored twice, no lane ever ran two jobs at once and no second held more claims than the rate (both
+    replayed from the events stream), and every named task's result came back right."""
+    config = dataclasses.replace(SHORT, guesses=900, flow=True, flow_rate=300, tasks=40, quiet=False, seed=12)
+    report = run(config)
+    assert report.ok, report.to_text()
+    assert (report.lost, report.double, report.vanished) == (0, 0, 0)
+    assert report.scored == config.guesses
+    flow = report.flow
+    assert flow["most_active_in_a_lane"] == 1
+    assert 0 < flow["most_claims_in_a_second"] <= 300
+    assert flow["claims_seen"] >= config.guesses + config.tasks
+    assert flow["tasks_sent"] == flow["tasks_right"] == 40
+    assert report.redeliveries > 0  # the faults hit the gated run too
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # a schedule, then the quiet phase's probes (a hang guard, not a speed bound)
 def test_under_every_fault_no_guess_is_lost_or_scored_twice_with_appendfsync_always():
     report = run(SHORT)

@@ -34,7 +34,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from echomq import Admission, Bus, Claim, Failure, Finish, Lease, NewJob, Release, Settings, ids
+from echomq import Admission, Bus, Claim, Effects, Failure, Finish, Lease, NewJob, Release, Settings, ids
 from echomq.states import COUNTERS
 from echomq.testing.invariants import job_rows
 from echomq.testing.server import RedisProcess
@@ -289,6 +289,11 @@ class QueueMachine(RuleBasedStateMachine):
         self.model = Model(trim)
         self.claims: list[Claim] = []
         self.requests = itertools.count()
+        self.applied: Counter[str] = Counter()  # job -> the effects its completions should have applied
+
+    def effects(self, claim: Claim) -> Effects:
+        """A complete's effects (echomq.effects): count the job in a key of the application's."""
+        return Effects().incrby(f"app:{{{self.bus.tag}}}:fx:{claim.job}", 1)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -414,19 +419,22 @@ class QueueMachine(RuleBasedStateMachine):
         ]
 
     @precondition(lambda self: self.current())
-    @rule(data=st.data())
-    def complete_current(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), with_effects=st.booleans())
+    def complete_current(self, data: st.DataObject, with_effects: bool) -> None:
         claim = data.draw(st.sampled_from(self.current()))
-        outcome = self.run(self.bus.complete(claim, b"result"))
+        effects = self.effects(claim) if with_effects else None
+        outcome = self.run(self.bus.complete(claim, b"result", effects=effects))
         finished = int(self.probe.field(claim.job, "finished") or 0)
         assert outcome is self.model.complete(claim, finished) is Finish.DONE
+        self.applied[claim.job] += with_effects
 
     @precondition(lambda self: self.stale())
-    @rule(data=st.data())
-    def complete_stale(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), with_effects=st.booleans())
+    def complete_stale(self, data: st.DataObject, with_effects: bool) -> None:
         claim = data.draw(st.sampled_from(self.stale()))
         before = self.probe.snapshot()
-        outcome = self.run(self.bus.complete(claim, b"late"))
+        effects = self.effects(claim) if with_effects else None  # never applied: stale, or a retry
+        outcome = self.run(self.bus.complete(claim, b"late", effects=effects))
         assert outcome is self.model.complete(claim)  # DONE: a retry of the claim that completed it
         self.probe.assert_unchanged(before, **({"stale": 1} if outcome is Finish.STALE else {}))
 
@@ -543,6 +551,13 @@ class QueueMachine(RuleBasedStateMachine):
             name: model.counters[name] for name in COUNTERS
         }
         assert counters.get("completed", 0) == len(model.completed)
+        # Effects with the completion: applied once by the claim that completed the job, never otherwise.
+        applied = {
+            key.decode().rsplit(":", 1)[1]: int(value or 0)
+            for key in self.probe.client.scan_iter(match=f"app:{{{self.bus.tag}}}:fx:*")
+            for value in [self.probe.client.get(key)]
+        }
+        assert applied == {job: n for job, n in self.applied.items() if n}
         stats = self.run(self.bus.stats())
         assert [(s.lane, s.depth, s.lag) for s in stats.lanes] == [
             (lane, len(model.lanes[lane]), model.serial - model.since[lane]) for lane in model.ring

@@ -147,7 +147,8 @@ async def test_wrong_return_type_dead_letters_with_a_message(bus):
     job = await _enqueue(bus)
     async with running(Worker(bus, handler)):
         await _until_state(bus, job, "dead")
-    assert (await bus.inspect(job)).error == "handler returned str; expected bytes, None or Finish"
+    expected = "bytes, None, Effects, Completion or Finish"
+    assert (await bus.inspect(job)).error == f"handler returned str; expected {expected}"
 
 
 @pytest.mark.parametrize("blocks_loop", [False, True], ids=["awaits", "blocks-the-event-loop"])

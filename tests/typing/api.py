@@ -6,8 +6,12 @@ from echomq import (
     Admission,
     Bus,
     Claim,
+    Completion,
     DeadRetry,
+    EffectRefused,
+    Effects,
     Finish,
+    InvalidEffect,
     InvalidInput,
     Job,
     JobInfo,
@@ -115,3 +119,23 @@ async def readme_tasks_results_control(bus: Bus, other_job: str, running_job: st
     await bus.set_events(100_000)
     async for event in bus.events(since="$", follow=True):
         print(event.time_ms, event.kind, event.job)
+
+
+async def readme_effects(bus: Bus, claim: Claim) -> None:
+    fx = Effects().incrby("shop:{cm}:paid", 1).hset("shop:{cm}:order:7", "state", "paid")
+    fx.set("k", b"v", px=1000).delete("k").pexpire("k", 5).hdel("h", "f").hincrby("h", "f", 1)
+    fx.zadd("z", 1.5, "m").zincrby("z", 2, "m").zrem("z", "m").sadd("s", "a").srem("s", "a")
+    fx.rpush("l", 1).lpush("l", "x").xadd("x", {"k": "v"}, maxlen=100, approximate=False)
+    try:
+        outcome: Finish = await bus.complete(claim, b"receipt", effects=fx)
+    except (EffectRefused, InvalidEffect):
+        return
+    assert outcome in (Finish.DONE, Finish.STALE)
+
+
+async def effects_handler(job: Job) -> Completion:
+    return Completion(b"receipt", Effects().hset(f"shop:{{cm}}:order:{job.id}", "state", "paid"))
+
+
+def effects_worker(bus: Bus) -> Worker:
+    return Worker(bus, effects_handler)

@@ -278,7 +278,7 @@ while n < count and ringLen > 0 and not halted do
       end
       if laneRate then rate_count(prefix .. 'rate:' .. lane, jobId .. ':' .. attempts, laneRate[2], now) end
       if busRate then rate_count(prefix .. 'rate', jobId .. ':' .. attempts, busRate[2], now) end
-      emit(eventsCap, prefix, 'claimed', jobId, lane, {'a', attempts})
+      emit(eventsCap, prefix, 'claimed', jobId, lane, {'a', attempts, 't', now})
       if lag > lagMax then lagMax = lag end
       n = n + 1
       claimed[n] = jobId .. ' ' .. attempts

@@ -30,8 +30,11 @@ Guarantees
   4. a finishing call could not reach Redis after its retries: the job is redelivered after the lease;
   5. graceful shutdown released a job whose handler had done its effect but not returned in time.
 
-  Make the effect idempotent on ``job.id``, or do the effect and the completion in one fenced script and
-  return its :class:`~echomq.states.Finish` from the handler.
+  Make the effect idempotent on ``job.id``; or return Redis effects as an :class:`~echomq.effects.Effects`
+  (or a :class:`~echomq.effects.Completion`), which apply with the completion in one fenced step, so
+  exactly once per job; or do the effect and the completion in a fenced script of your own and return its
+  :class:`~echomq.states.Finish`. For another store, use ``job.attempt`` as a fencing token (the
+  fencing recipe of the documentation).
 * **Never finished twice.** Every finish carries the claim's attempts token, and Redis refuses a stale
   one (``job.stale`` in the logs): of two runs, at most one completes the job.
 * **revoked** (``job.revoked``, a ``threading.Event``) is set when this run no longer owns the job: the

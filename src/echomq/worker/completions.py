@@ -15,6 +15,9 @@ replies are read under one socket timeout for the whole batch; redis-py's pipeli
 argument of every command and arm a timer per reply. A lost reply of the batch (a timeout, a cut) fails
 each caller with :class:`~echomq.errors.RedisUnavailable`, whatever ran: each complete is safe to send
 again, and its retry answers ``DONE`` for a job this very claim completed (:func:`echomq.finish.complete`).
+A complete with effects (:mod:`echomq.effects`) goes in the same batch as its own
+``complete_effects.lua`` call, packed by hiredis: it is fenced and all-or-nothing by itself, its retry
+answers ``DONE`` without applying anything again, as any complete's.
 Claims reach this module from the worker, read from claim.lua's reply: their ids were checked when the
 jobs were admitted, so the row's key is built without parsing them again.
 """
@@ -28,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 import redis.exceptions
 from redis.asyncio import Redis
 
+from echomq import effects as effects_module
 from echomq import finish, jobs
+from echomq._wire import pack
 from echomq.core import finish_args
 from echomq.errors import EchoMQError, translate_redis_errors, translated
 from echomq.jobs import check_bytes
@@ -37,10 +42,12 @@ from echomq.states import Finish
 
 if TYPE_CHECKING:
     from echomq.bus import Bus
+    from echomq.effects import Effects
     from echomq.jobs import Claim
 
-# A job's complete: its claim, its EVALSHA in the Redis protocol, the result, and its caller's future.
-_Pending = tuple["Claim", bytes, bytes, "asyncio.Future[Finish]"]
+# A job's complete: its claim, its EVALSHA in the Redis protocol, the result, its effects (None: a plain
+# complete), and its caller's future.
+_Pending = tuple["Claim", bytes, bytes, "Effects | None", "asyncio.Future[Finish]"]
 
 
 def _bulk(data: bytes) -> bytes:
@@ -74,6 +81,7 @@ class Completions:
         self._head = b"*%d\r\n$7\r\nEVALSHA\r\n%b$1\r\n4\r\n" % (parts, _bulk(sha.encode()))
         self._shared_keys = b"".join(_bulk(key.encode()) for key in (keys.active, keys.done, keys.stats))
         self._tail = b"".join(_bulk(str(arg).encode()) for arg in finish_args(bus))
+        self._effects_sha = bus.scripts.get("complete_effects", [keys.active] * 4).sha
 
     def _wire(self, claim: Claim, result: bytes) -> bytes:
         """The EVALSHA of ``claim``'s complete.lua call, in the Redis protocol (one format, no join)."""
@@ -97,14 +105,21 @@ class Completions:
             self._tail,
         )
 
-    async def complete(self, claim: Claim, result: bytes) -> Finish:
-        """Like :func:`echomq.finish.complete`; bad input raises at once, before anything is sent."""
+    async def complete(self, claim: Claim, result: bytes, effects: Effects | None = None) -> Finish:
+        """Like :func:`echomq.finish.complete` (with ``effects``, :func:`echomq.effects.complete`); bad
+        input raises at once, before anything is sent."""
         data = check_bytes("result", result, self._max_result)
+        if effects is not None and not len(effects):
+            effects = None
+        if effects is None:
+            wire = self._wire(claim, data)
+        else:
+            wire = pack(self._effects_sha, *effects_module.complete_call(self.bus, claim, data, effects))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Finish] = loop.create_future()
         if not self._pending:
             loop.call_soon(self._flush_now)
-        self._pending.append((claim, self._wire(claim, data), data, future))
+        self._pending.append((claim, wire, data, effects, future))
         self.waiting += 1
         try:
             return await future
@@ -133,15 +148,18 @@ class Completions:
             for *_, future in batch:
                 _settle(future, None, type(exc)(str(exc)))
             return
-        for (claim, _, result, future), sent in zip(batch, replies, strict=True):
+        for (claim, _, result, effects, future), sent in zip(batch, replies, strict=True):
             reply = (
-                await self._again(claim, result) if isinstance(sent, redis.exceptions.NoScriptError) else sent
+                await self._again(claim, result, effects)
+                if isinstance(sent, redis.exceptions.NoScriptError)
+                else sent
             )
             if isinstance(reply, BaseException):  # refused, or (one call of a cluster batch) unreachable
                 _settle(future, None, translated(reply))
                 continue
             try:
-                _settle(future, finish.finish_outcome(claim, reply), None)
+                read = finish.finish_outcome if effects is None else effects_module.outcome
+                _settle(future, read(claim, reply), None)
             except EchoMQError as exc:
                 _settle(future, None, exc)
 
@@ -154,7 +172,7 @@ class Completions:
         # redis-py leaves get_connection untyped
         conn = await pool.get_connection()  # type: ignore[no-untyped-call]
         try:
-            await conn.send_packed_command([wire for _, wire, _, _ in batch])
+            await conn.send_packed_command([wire for _, wire, *_ in batch])
             replies: list[Any] = []
             # One socket timeout for the whole batch (math.inf: no timer per reply).
             async with asyncio.timeout(conn.socket_timeout):
@@ -174,15 +192,37 @@ class Completions:
         return replies
 
     async def _send_each(self, batch: list[_Pending]) -> list[Any]:
-        """A cluster's batch: one script call each, concurrently (its pipeline refuses scripts)."""
-        calls = [finish.complete_call(self.bus, claim, result) for claim, _, result, _ in batch]
-        return await jobs.run_each(self.bus, "complete", calls, return_exceptions=True)
+        """A cluster's batch: one script call each, concurrently (its pipeline refuses scripts); the
+        completes with effects and those without are two groups of calls, their replies put in order."""
+        plain = [i for i, (*_, effects, _) in enumerate(batch) if effects is None]
+        rest = [i for i, (*_, effects, _) in enumerate(batch) if effects is not None]
+        calls = [self._call(*batch[i][:4]) for i in plain], [self._call(*batch[i][:4]) for i in rest]
+        done = await asyncio.gather(
+            *(
+                jobs.run_each(self.bus, name, [call for _, call in group], return_exceptions=True)
+                for name, group in zip(("complete", "complete_effects"), calls, strict=True)
+            )
+        )
+        replies: list[Any] = [None] * len(batch)
+        for places, answers in zip((plain, rest), done, strict=True):
+            for i, reply in zip(places, answers, strict=True):
+                replies[i] = reply
+        return replies
 
-    async def _again(self, claim: Claim, result: bytes) -> Any:
+    def _call(
+        self, claim: Claim, _wire: bytes, result: bytes, effects: Effects | None
+    ) -> tuple[str, tuple[list[Any], list[Any]]]:
+        """The script and the keys and args of one pending complete."""
+        if effects is None:
+            return "complete", finish.complete_call(self.bus, claim, result)
+        return "complete_effects", effects_module.complete_call(self.bus, claim, result, effects)
+
+    async def _again(self, claim: Claim, result: bytes, effects: Effects | None) -> Any:
         """A complete the server had no script for, run on its own (which loads the script)."""
+        name, (keys, args) = self._call(claim, b"", result, effects)
         try:
             with translate_redis_errors():
-                return await self.bus.scripts.run("complete", *finish.complete_call(self.bus, claim, result))
+                return await self.bus.scripts.run(name, keys, args)
         except EchoMQError as exc:
             return exc
 
@@ -199,8 +239,8 @@ class RoutedCompletions:
     def waiting(self) -> int:
         return sum(part.waiting for part in self._parts.values())
 
-    async def complete(self, claim: Claim, result: bytes) -> Finish:
-        return await self._parts[self.bus.route(claim.lane).tag].complete(claim, result)
+    async def complete(self, claim: Claim, result: bytes, effects: Effects | None = None) -> Finish:
+        return await self._parts[self.bus.route(claim.lane).tag].complete(claim, result, effects)
 
     async def aclose(self) -> None:
         await asyncio.gather(*(part.aclose() for part in self._parts.values()))

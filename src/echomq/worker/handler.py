@@ -7,10 +7,13 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from echomq.effects import Completion, Effects
 from echomq.jobs import Claim
 from echomq.states import Finish
 
-HandlerResult = bytes | Finish | None
+# bytes or None: complete with that result; Effects or Completion: complete with effects in one step
+# (echomq.effects); Finish: the handler finished the job itself (see echomq.worker.processor).
+HandlerResult = bytes | Finish | Effects | Completion | None
 Handler = Callable[["Job"], Awaitable[HandlerResult]] | Callable[["Job"], HandlerResult]
 # Called (awaited) after this worker's fail() dead-lettered a job; see Worker's on_dead.
 DeadHook = Callable[["Job"], Awaitable[None]]

@@ -3,9 +3,13 @@
 * An ``async def`` handler is awaited on the event loop; any other callable runs in a daemon thread of
   a pool sized to the worker's concurrency (:mod:`echomq.worker.threads`).
 * The handler's return value decides the finish: ``bytes`` or ``None`` -> :func:`echomq.finish.complete`
-  with that result; a :class:`~echomq.states.Finish` value -> the handler finished the job itself (with
-  its own fenced script) and nothing more is sent; anything else is a programming error and the job is
-  dead-lettered with a message saying so.
+  with that result; an :class:`~echomq.effects.Effects` or a :class:`~echomq.effects.Completion` -> the
+  effects applied with the completion in one step (:func:`echomq.effects.complete`: none if the claim is
+  stale; effects that cannot apply to the data, :class:`~echomq.errors.EffectRefused`, fail the try and
+  it is retried; effects EchoMQ refuses to run, :class:`~echomq.errors.InvalidEffect`, dead-letter it);
+  a :class:`~echomq.states.Finish` value -> the handler finished the job itself (with its own fenced
+  script) and nothing more is sent; anything else is a programming error and the job is dead-lettered
+  with a message saying so.
 * An exception -> :func:`echomq.finish.fail`, retried with backoff until max attempts, except
   :class:`~echomq.errors.Permanent`, which dead-letters at once. A fail that dead-lettered the job
   awaits the worker's ``on_dead`` hook, if any (its errors are logged). A ``CancelledError`` that the handler
@@ -25,7 +29,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from echomq.errors import EchoMQError, InvalidInput, Permanent, RedisUnavailable, UnknownJob
+from echomq.effects import Completion, Effects
+from echomq.errors import EchoMQError, EffectRefused, InvalidInput, Permanent, RedisUnavailable, UnknownJob
 from echomq.finish import backoff_ms
 from echomq.states import Failure, Finish
 from echomq.worker import faults
@@ -120,8 +125,15 @@ async def process(worker: Runner, job: Job) -> None:
         if worker.faults_armed:
             faults.at("worker.before_ack")
         await _complete(worker, job, b"" if value is None else bytes(value))
+    elif isinstance(value, Effects | Completion):
+        if worker.faults_armed:
+            faults.at("worker.before_ack")
+        if isinstance(value, Effects):
+            value = Completion(b"", value)
+        await _complete(worker, job, value.result, value.effects)
     else:
-        problem = f"handler returned {type(value).__name__}; expected bytes, None or Finish"
+        expected = "bytes, None, Effects, Completion or Finish"
+        problem = f"handler returned {type(value).__name__}; expected {expected}"
         await _fail(worker, job, problem, retryable=False)
 
 
@@ -202,11 +214,11 @@ async def with_retries(
         error = None
 
 
-async def _complete(worker: Runner, job: Job, result: bytes) -> None:
+async def _complete(worker: Runner, job: Job, result: bytes, effects: Effects | None = None) -> None:
     worker.keeper.untrack(job.claim)
 
     def call() -> Awaitable[Finish]:
-        return worker.completions.complete(job.claim, result)
+        return worker.completions.complete(job.claim, result, effects)
 
     try:
         try:  # the first try inline (most land): with_retries only after it failed
@@ -215,6 +227,9 @@ async def _complete(worker: Runner, job: Job, result: bytes) -> None:
             outcome = await with_retries(worker, job, call, exc)
     except InvalidInput as exc:  # e.g. a result over the payload limit: it can never be stored
         await _fail(worker, job, _error_text(exc), retryable=False)
+        return
+    except EffectRefused as exc:  # nothing changed; the data may be right by the next try
+        await _fail(worker, job, _error_text(exc), retryable=True)
         return
     if outcome is not None:
         _finished(worker, job, outcome, by="worker")

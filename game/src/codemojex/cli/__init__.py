@@ -135,6 +135,9 @@ def _conformance(args: argparse.Namespace) -> int:
             result_ttl_ms=args.result_ttl_ms,
             dedup_window_ms=args.dedup_window_ms,
             quiet=args.quiet,
+            flow=args.flow,
+            flow_rate=args.flow_rate,
+            tasks=args.tasks,
             redis_url=args.redis_url,
             # --cluster without --redis-url: the cluster schedule, on a 3-master cluster of the run's own.
             cluster=bool(args.cluster),

@@ -162,4 +162,12 @@ def add_conformance(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_false",
         help="skip the quiet phase after the drain (punctuality with idle workers)",
     )
+    conformance.add_argument(
+        "--flow",
+        action="store_true",
+        help="EchoMQ's gates on (every lane capped at 1 active job, the bus at --flow-rate claims a second, "
+        "checked from the events stream) and --tasks named tasks served beside the guesses",
+    )
+    conformance.add_argument("--flow-rate", type=count(1), default=400, metavar="N")
+    conformance.add_argument("--tasks", type=count(0), default=60, metavar="N")
     conformance.add_argument("--report", default=None, metavar="PATH", help="also write the report as JSON")

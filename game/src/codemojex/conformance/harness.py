@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 import redis
 
-from codemojex.conformance import invariants
+from codemojex.conformance import flow, invariants
 from codemojex.conformance.cluster import ClusterSchedule
 from codemojex.conformance.faults import Injector
 from codemojex.conformance.history import History
@@ -83,6 +83,8 @@ class Run:
             int(config.sweep_every_s * 1000),
         )
         self.observers = Observers(self.keys, bounds)
+        self.named = flow.NamedTasks(config.tasks) if config.flow else None  # --flow: named tasks too
+        self.flow_outcome: tuple[list[str], dict[str, Any]] = ([], {})
 
     # -- set-up ----------------------------------------------------------------------------------------
 
@@ -141,6 +143,8 @@ class Run:
             async with Game.from_url(
                 url, c.tag, settings, c.bus_settings(), max_connections=400, cluster=c.cluster
             ) as game:
+                if c.flow:
+                    await flow.switch_on(game.bus, c)
                 round_id, keyboard, secret, joined = await self.players.join(game)
                 pool = WorkerPool(
                     with_socket_timeout(worker_url, c.socket_timeout_s), c, self.history, self.rng
@@ -154,6 +158,9 @@ class Run:
                         client,
                         self._play_under_faults(game, pool, client, round_id, (keyboard, secret, joined)),
                     )
+                    if self.named is not None:
+                        right = await self.named.collect(game.bus, c.drain_timeout_s)
+                        self.flow_outcome = await flow.check(game.bus, c, self.named, right)
                     if drained and c.quiet:
                         self.observers.quiet = await self._quiet_phase(pool, game, client)
                 finally:
@@ -187,12 +194,14 @@ class Run:
         injector = asyncio.create_task(faults.run(pool, client, stop))
         moves = asyncio.create_task(self._reshard(stop))
         plans = self.players.plans(self.rng, keyboard, secret, joined)
+        named = [self.named.send(game.bus, 0.02)] if self.named is not None else []
         try:
             await asyncio.gather(
                 *(
                     self.players.play(game, round_id, player, plan)
                     for player, plan in zip(joined, plans, strict=True)
-                )
+                ),
+                *named,
             )
         finally:
             stop.set()
@@ -232,6 +241,7 @@ class Run:
         violations += invariants.economy(client, keys, round_id, state, SETTINGS)
         violations += invariants.leaderboard(state)
         violations += self.history.problems
+        violations += self.flow_outcome[0]
         if self.history.problems and self.players.host_log is not None:
             violations.append(f"the web host's output is in {self.players.host_log}")
         if self.config.appendfsync == "always" and figures["vanished"]:
@@ -274,6 +284,7 @@ class Run:
             memory=memory_figures,
             punctuality=punctual,
             retried=counters.get("retried", 0),
+            flow=self.flow_outcome[1],
         )
 
 

@@ -88,6 +88,8 @@ class WorkerPool:
         argv += ["--fail-rate", str(c.fail_rate if fail_rate is None else fail_rate)]
         argv += ["--backoff-base-ms", str(backoff_base_ms or c.backoff_base_ms)]
         argv += ["--seed", str(self.rng.random())]
+        if c.flow:
+            argv += ["--tasks"]
         if c.result_ttl_ms is not None:
             argv += ["--result-ttl-ms", str(c.result_ttl_ms)]
         if c.dedup_window_ms is not None:

@@ -66,6 +66,7 @@ class Report:
     memory: dict[str, int | None] = field(default_factory=dict)  # see codemojex.conformance.memory.figures
     punctuality: dict[str, Any] = field(default_factory=dict)  # lists of ms and counts (see .observers)
     retried: int = 0  # failed tries sent back with a backoff (the 'retried' counter)
+    flow: dict[str, Any] = field(default_factory=dict)  # a --flow run's gates and named tasks (.flow)
 
     @property
     def warnings(self) -> list[str]:

@@ -43,6 +43,11 @@ class Config:
     memory_window_ms: int = 3000  # rows past their TTL may be at most this much of the completions
     memory_slack: int = 200  # ... plus this many
     quiet: bool = True  # the quiet phase after the drain (punctuality with idle workers)
+    # EchoMQ's flow control and tasks by name on (codemojex.conformance.flow): every lane capped at one
+    # active job, the bus at flow_rate claims a second, the events checked, named tasks sent meanwhile
+    flow: bool = False
+    flow_rate: int = 400
+    tasks: int = 60
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -59,6 +64,8 @@ class Config:
                 raise ValueError(f"{name} is at least 1")
         if not 0.0 <= self.fail_rate <= 1.0:
             raise ValueError("fail_rate is in [0, 1]")
+        if self.flow and (self.flow_rate < 1 or self.tasks < 0):
+            raise ValueError("flow_rate is at least 1 and tasks at least 0")
         if self.socket_timeout_s <= 0 or self.sweep_every_s <= 0:
             raise ValueError("socket_timeout_s and sweep_every_s are positive")
 

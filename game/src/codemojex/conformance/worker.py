@@ -27,6 +27,7 @@ import random
 from collections.abc import Callable
 
 from codemojex.cli.commands import run_score_worker
+from codemojex.conformance import flow
 from codemojex.conformance.starts import StartLog, is_probe
 from codemojex.game import Game
 from echomq import Job, Settings
@@ -38,12 +39,16 @@ class TransientFailure(Exception):
     """The failure ``--fail-rate`` injects: retryable, raised before the handler touches anything."""
 
 
-def _wrapper(starts: StartLog, fail_rate: float, rng: random.Random) -> Callable[[Handler], Handler]:
+def _wrapper(
+    starts: StartLog, fail_rate: float, rng: random.Random, *, tasks: bool = False
+) -> Callable[[Handler], Handler]:
     def wrap(score: Handler) -> Handler:
         async def handle(job: Job) -> HandlerResult:
             starts.record(job)
             if is_probe(job.lane):
                 return await _probe(job)
+            if tasks and flow.is_task(job.payload):  # a named task beside the guesses (--tasks)
+                return await flow.TASKS.handler(job)
             if job.attempt == 1 and fail_rate > 0 and rng.random() < fail_rate:
                 raise TransientFailure("conformance: a transient failure of a first delivery")
             result = score(job)
@@ -81,6 +86,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dedup-window-ms", type=int, default=None)
     parser.add_argument("--backoff-base-ms", type=int, default=None)
     parser.add_argument("--seed", type=float, default=0.0)
+    parser.add_argument("--tasks", action="store_true", help="also serve the named tasks of a --flow run")
     parser.add_argument("--log-level", default="ERROR")
     return parser.parse_args(argv)
 
@@ -113,7 +119,7 @@ async def run(args: argparse.Namespace) -> None:
                 lease_ms=args.lease_ms,
                 sweep_every_s=args.sweep_every,
                 grace_s=args.grace,
-                wrap=_wrapper(starts, args.fail_rate, random.Random(args.seed)),
+                wrap=_wrapper(starts, args.fail_rate, random.Random(args.seed), tasks=args.tasks),
             )
 
 
