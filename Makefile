@@ -51,8 +51,8 @@ test-fast: $(STAMP) $(AXE_STAMP)
 	$(BIN)/python -m pytest $(XDIST) -m 'not slow' $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src game tests bench .ci docs
-	$(BIN)/ruff format --check src game tests bench .ci docs
+	$(BIN)/ruff check src game tests bench .ci docs/examples docs/griffe_rst.py
+	$(BIN)/ruff format --check src game tests bench .ci docs/examples docs/griffe_rst.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -63,7 +63,7 @@ check: lint typecheck test
 ## docs: the documentation site (mkdocs.yml, docs/site/, the API reference from the docstrings) into site/;
 ## --strict: a broken link, a missing page or a docstring reference that does not resolve fails the build
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site  # not --quiet: it hides the warnings that --strict counts
 
 ## wheels: build both distributions' wheels and install them in a fresh venv: echomq alone must bring only
 ## redis and hiredis (and their own dependencies) and import whole; codemojex's must install beside it
