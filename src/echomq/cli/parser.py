@@ -96,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("job", nargs="?", type=_job_arg, metavar="JOB")
     which.add_argument("--all", action="store_true")
     dead_retry.set_defaults(run=commands.retry_dead)
+    dead_delete = dead.add_parser(
+        "delete", parents=[common], help="delete dead jobs for good (their ids still absorb duplicates)"
+    )
+    which = dead_delete.add_mutually_exclusive_group(required=True)
+    which.add_argument("job", nargs="?", type=_job_arg, metavar="JOB")
+    which.add_argument("--all", action="store_true")
+    dead_delete.set_defaults(run=commands.delete_dead)
 
     sweep = sub.add_parser("sweep", parents=[common], help="run one sweep now")
     sweep.add_argument("--json", action="store_true")
