@@ -74,7 +74,10 @@ def exporter(redis_server):
 async def test_the_exporter_reports_what_happened_on_each_bus(redis_server, tag, exporter):
     """Two buses, each with its own traffic: every counter and depth of each matches, under its label."""
     other = f"{tag}-b"
-    async with Bus.from_url(redis_server.url, tag=tag) as one, Bus.from_url(redis_server.url, tag=other) as two:
+    async with (
+        Bus.from_url(redis_server.url, tag=tag) as one,
+        Bus.from_url(redis_server.url, tag=other) as two,
+    ):
         await _traffic(one, done=3, dead=1, queued=2)
         await _traffic(two, done=1, dead=2, queued=0)
         await one.enqueue(ids.mint("JOB"), lane="Q0", payload=b"", delay_ms=60_000)
