@@ -63,3 +63,50 @@ async def test_dead_delete_refuses_a_live_job_an_unknown_one_and_a_bad_id(bus, e
         bad = echomq(*args)
         assert bad.returncode == 2, args
         assert "Traceback" not in bad.stderr
+
+
+def test_echomq_dashboard_serves_the_page_and_stops_on_sigterm(redis_server, tag):
+    """``echomq dashboard --port N --read-only`` prints its URL, serves the page (no buttons), and stops
+    on SIGTERM; a bad port exits 2 before serving."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import httpx  # noqa: PLC0415
+
+    from echomq.testing.server import free_port  # noqa: PLC0415
+    from tests.support.workers import ROOT  # noqa: PLC0415
+
+    port = free_port()
+    env = dict(os.environ, REDIS_URL=redis_server.url)
+    command = [sys.executable, "-m", "echomq.cli", "--tag", tag, "dashboard", "--port", str(port)]
+    proc = subprocess.Popen(
+        [*command, "--read-only"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == f"dashboard of bus {tag} on http://127.0.0.1:{port}/"
+        for _ in range(100):
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except httpx.ConnectError:
+                import time  # noqa: PLC0415
+
+                time.sleep(0.1)
+        assert page.status_code == 200
+        assert 'data-testid="read-only"' in page.text
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode in (0, -15), err  # uvicorn re-raises SIGTERM once it has shut down gracefully
+    assert "Traceback" not in err
+    bad = subprocess.run(
+        [*command[:-1], "70000"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert bad.returncode == 2, bad.stderr
+    assert "Traceback" not in bad.stderr
