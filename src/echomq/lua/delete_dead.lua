@@ -35,6 +35,7 @@ local jobKey, deadKey, statsKey = KEYS[1], KEYS[2], KEYS[3]
 local jobId, prefix, window = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 -- @include "trim"
+-- @include "events"
 
 local row = redis.call('HMGET', jobKey, unpack(TOMBSTONE_READ))
 if not row[4] then  -- no row: a tombstone, or nothing
@@ -51,4 +52,5 @@ local now, moving = now_ms(), slot_moving(prefix)
 redis.call('ZREM', deadKey, jobId)
 bury(jobKey, jobId, prefix, row, now, now + window, moving)
 redis.call('HINCRBY', statsKey, 'deleted', 1)
+emit(events_cap(statsKey), prefix, 'deleted', jobId, row[4])
 return {1, 'dead'}
