@@ -18,7 +18,7 @@ AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 $(STAMP): pyproject.toml game/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench,docs]' -e './game[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench,docs,metrics,dashboard]' -e './game[test]'
 	touch $(STAMP)
 
 $(AXE_STAMP): $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json

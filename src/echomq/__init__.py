@@ -11,7 +11,7 @@ once however many schedulers run.
 from echomq import ids
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, MAX_PAYLOAD, Settings
-from echomq.dead import DeadRetry
+from echomq.dead import DeadDeletion, DeadRetry
 from echomq.effects import Completion, Effects
 from echomq.errors import (
     EchoMQError,
@@ -44,7 +44,7 @@ from echomq.partitions import PartitionedBus, partition_of
 from echomq.periodic import Scheduler
 from echomq.periodic_sync import SyncScheduler
 from echomq.schedules import Schedule, Tick, TickReport
-from echomq.states import Admission, Control, Failure, Finish, JobState, Lease, Release
+from echomq.states import Admission, Control, Deletion, Failure, Finish, JobState, Lease, Release
 from echomq.stats import LaneStats, Stats
 from echomq.sweep import SweepReport
 from echomq.sync import SyncBus
@@ -60,7 +60,9 @@ __all__ = [
     "Claimed",
     "Completion",
     "Control",
+    "DeadDeletion",
     "DeadRetry",
+    "Deletion",
     "EchoMQError",
     "EffectRefused",
     "Effects",

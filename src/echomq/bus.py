@@ -17,14 +17,14 @@ from echomq import effects as effects_module
 from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
 from echomq.core import DEFAULT_TAG, BusCore, Settings
-from echomq.dead import DeadRetry
+from echomq.dead import DeadDeletion, DeadRetry
 from echomq.effects import Effects
 from echomq.errors import translate_redis_errors
 from echomq.flow import FlowSettings, Rate
 from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob
 from echomq.lanes import Claimed
-from echomq.states import Admission, Control, Failure, Finish, Lease, Release
+from echomq.states import Admission, Control, Deletion, Failure, Finish, Lease, Release
 from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
@@ -129,6 +129,14 @@ class Bus(BusCore):
     async def retry_all_dead(self, *, batch: int = dead.DEFAULT_BATCH) -> DeadRetry:
         """Retry each job of a snapshot of the dead set once; the report names the jobs moved."""
         return await dead.retry_all_dead(self, batch=batch)
+
+    async def delete_dead(self, job: str) -> Deletion:
+        """Delete a dead letter, leaving its tombstone for the dedup window (:mod:`echomq.dead`)."""
+        return await dead.delete_dead(self, job)
+
+    async def delete_all_dead(self, *, batch: int = dead.DEFAULT_BATCH) -> DeadDeletion:
+        """Delete each job of a snapshot of the dead set; the report names the jobs deleted."""
+        return await dead.delete_all_dead(self, batch=batch)
 
     async def result(self, job: str, *, timeout: float) -> bytes:  # noqa: ASYNC109 (the API users know)
         """Wait up to ``timeout`` s for ``job``'s result, without polling (:mod:`echomq.results`)."""

@@ -22,6 +22,7 @@ Every exception EchoMQ raises derives from :class:`EchoMQError`::
     ├── ScriptError                           a Lua script answered something outside its contract
     ├── RedisUnavailable (also ConnectionError) the server could not be reached or timed out
     │   └── NotDurable                        fewer replicas than asked acknowledged an admission in time
+    ├── MissingExtra (also ImportError)       an optional extra is not installed (echomq[metrics], ...)
     └── Permanent                             raised by a worker handler: dead-letter the job now, no retry
 
 A str that UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"``) is refused the same way, with
@@ -128,6 +129,22 @@ class RedisUnavailable(EchoMQError, ConnectionError):
 class NotDurable(RedisUnavailable):
     """A durable admission ran on the master but fewer replicas than asked acknowledged it in time
     (``Settings.wait_replicas``, :mod:`echomq.durable`). Retry it: an admission is idempotent."""
+
+
+class MissingExtra(EchoMQError, ImportError):
+    """A feature's optional dependencies are not installed; the message names the extra to install
+    (``pip install 'echomq[metrics]'``, ``'echomq[dashboard]'``)."""
+
+
+def require_extra(extra: str, module: str) -> None:
+    """Raise :class:`MissingExtra` unless ``module`` can be imported (it belongs to ``extra``)."""
+    try:
+        __import__(module)
+    except ImportError as exc:
+        raise MissingExtra(
+            f"this needs {module!r}, which echomq installs only with its {extra!r} extra: "
+            f"pip install 'echomq[{extra}]'"
+        ) from exc
 
 
 class Permanent(EchoMQError):

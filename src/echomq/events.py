@@ -5,7 +5,7 @@ every script that changes a job's state appends an entry to the stream ``emq:{ta
 same atomic step (``lua/includes/events.lua``), so the stream tells of no change that did not happen
 and, within its cap (``MAXLEN ~``: about the last ``maxlen`` entries are kept), misses none that did:
 ``admitted``, ``claimed``, ``completed``, ``retrying``, ``dead``, ``reclaimed``, ``released``,
-``cancelled``, ``revoked``, ``resurrected``, and ``progress``, which a handler publishes with
+``cancelled``, ``revoked``, ``resurrected``, ``deleted``, and ``progress``, which a handler publishes with
 ``await bus.progress(job.claim, "40%")`` (fenced: a worker that no longer holds the job publishes
 nothing). Read them with :func:`events` (``bus.events(follow=True)``) or ``echomq events --follow``.
 
@@ -42,6 +42,7 @@ KINDS = (
     "cancelled",
     "revoked",
     "resurrected",
+    "deleted",
     "progress",
 )
 

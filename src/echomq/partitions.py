@@ -47,7 +47,7 @@ from echomq._clients import ClusterClient, client_options
 from echomq._validate import check_int
 from echomq.bus import Bus
 from echomq.core import DEFAULT_TAG, Settings
-from echomq.dead import DeadRetry
+from echomq.dead import DeadDeletion, DeadRetry
 from echomq.effects import Effects
 from echomq.errors import InvalidOption, UnknownJob
 from echomq.inspection import JobInfo
@@ -65,7 +65,7 @@ from echomq.partition_layout import (
     partition_tags,
     recorded,
 )
-from echomq.states import Admission, Failure, Finish, Lease, Release
+from echomq.states import Admission, Deletion, Failure, Finish, Lease, Release
 from echomq.stats import Stats
 from echomq.sweep import SweepReport
 
@@ -271,6 +271,20 @@ class PartitionedBus:
     async def retry_all_dead(self, *, batch: int = 500) -> DeadRetry:
         parts = await self._each(lambda b: b.retry_all_dead(batch=batch))
         return DeadRetry(sum(p.listed for p in parts), tuple(j for p in parts for j in p.moved))
+
+    async def delete_dead(self, job: str) -> Deletion:
+        """:meth:`echomq.Bus.delete_dead` on the partition that holds the job (asked in turn);
+        UnknownJob if no partition holds it."""
+        for bus in self.partitions:
+            try:
+                return await bus.delete_dead(job)
+            except UnknownJob:
+                continue
+        raise UnknownJob(f"no partition of {self.tag} holds {job}")
+
+    async def delete_all_dead(self, *, batch: int = 500) -> DeadDeletion:
+        parts = await self._each(lambda b: b.delete_all_dead(batch=batch))
+        return DeadDeletion(sum(p.listed for p in parts), tuple(j for p in parts for j in p.deleted))
 
     async def stats(self, *, lanes: int = 50) -> Stats:
         """Every partition's stats merged: counters and depths summed, the deepest ``lanes`` lanes."""

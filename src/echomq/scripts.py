@@ -66,6 +66,7 @@ KEY_COUNTS: dict[str, int] = {
     "extend": 3,
     "release": 7,
     "retry_dead": 6,
+    "delete_dead": 3,
     "sweep": 9,
     "stats": 7,
     "flow": 6,

@@ -70,6 +70,14 @@ class Control(StrEnum):
     REFUSED = "refused"  # not in a state it applies to (see the call); nothing changed
 
 
+class Deletion(StrEnum):
+    """What :func:`echomq.dead.delete_dead` did."""
+
+    DELETED = "deleted"  # the dead letter is deleted now (its tombstone remains for the dedup window)
+    ALREADY = "already"  # no dead letter left: deleted before (by this very call, its reply lost), or trimmed
+    REFUSED = "refused"  # not dead (queued, delayed, active, done): nothing changed
+
+
 class Release(StrEnum):
     """What :func:`echomq.finish.release` did."""
 
@@ -96,6 +104,7 @@ COUNTERS: tuple[str, ...] = (
     "revoked",  # extend refused: the lease is no longer the caller's
     "promoted",  # a due delayed job moved to its lane
     "resurrected",  # retry_dead: dead -> lane
+    "deleted",  # delete_dead: a dead letter deleted (its tombstone left)
     "trimmed",  # sweep, complete, or a fail that dead-letters: a finished row reduced to a tombstone
     "slot_moving",  # claim / sweep / retry_dead stopped before a key on another node (slot resharded)
     "cancelled",  # cancel: a queued or delayed job dead-lettered before any claim

@@ -29,17 +29,19 @@ from collections.abc import Iterable
 import redis
 import redis.cluster
 
-from echomq import control, durable, flow, inspection, jobs, results, stats
+from echomq import control, dead, durable, flow, inspection, jobs, results, stats
 from echomq._clients import client_options
+from echomq._validate import check_int
 from echomq._wire import SyncWire, plain_sync
 from echomq.core import DEFAULT_TAG, Settings
+from echomq.dead import DeadDeletion
 from echomq.errors import InvalidOption, translate_redis_errors
 from echomq.flow import FlowSettings, Rate
 from echomq.inspection import JobInfo
 from echomq.jobs import NewJob
 from echomq.keyspace import Keyspace
 from echomq.scripts import SyncScripts
-from echomq.states import Admission, Control
+from echomq.states import Admission, Control, Deletion
 from echomq.stats import Stats
 
 SyncClient = redis.Redis | redis.cluster.RedisCluster
@@ -146,6 +148,34 @@ class SyncBus:
         keys, args = control.revoke_call(self.keys, self.settings, job, reason)
         with translate_redis_errors():
             return control.outcome("revoke", self.scripts.run("revoke", keys, args), job)
+
+    def delete_dead(self, job: str) -> Deletion:
+        """Delete a dead letter, leaving its tombstone for the dedup window (:func:`echomq.dead.delete_dead`):
+        ``DELETED``, ``ALREADY`` (a retried call after its reply was lost answers this) or ``REFUSED``."""
+        keys, args = dead.delete_dead_call(self.keys, self.settings, job)
+        with translate_redis_errors():
+            return dead.deletion(self.scripts.run("delete_dead", keys, args), job)
+
+    def delete_all_dead(self, *, batch: int = dead.DEFAULT_BATCH) -> DeadDeletion:
+        """Delete every job of a snapshot of the dead set (:func:`echomq.dead.delete_all_dead`)."""
+        check_int("batch", batch, 1, 10_000)
+        with translate_redis_errors():
+            snapshot = dead.oldest_first(self.redis.zscan_iter(self.keys.dead, count=1000))
+            deleted: list[str] = []
+            for start in range(0, len(snapshot), batch):
+                chunk = snapshot[start : start + batch]
+                calls = [dead.delete_dead_call(self.keys, self.settings, job) for job in chunk]
+                deleted.extend(dead.deletions(chunk, self.scripts.run_many("delete_dead", calls)))
+        return DeadDeletion(listed=len(snapshot), deleted=tuple(deleted))
+
+    def dead_jobs(self, limit: int = 100) -> list[tuple[str, int]]:
+        """The oldest ``limit`` dead-lettered ids with their time (server ms)."""
+        check_int("limit", limit, 1, 100_000)
+        with translate_redis_errors():
+            rows: list[tuple[bytes, float]] = self.redis.zrange(  # type: ignore[assignment]
+                self.keys.dead, 0, limit - 1, withscores=True
+            )
+        return [(job.decode(), int(score)) for job, score in rows]
 
     def _flow(self, call: tuple[list[str], list[object]]) -> None:
         with translate_redis_errors():

@@ -117,3 +117,14 @@ async def test_the_cli_prints_events_as_json_lines(bus, redis_server, tag):
     )  # fmt: skip
     [line] = out.stdout.splitlines()
     assert json.loads(line) | {"id": ""} == {"id": "", "event": "admitted", "job": job, "lane": "L"}
+
+
+async def test_a_deleted_dead_letter_is_an_event(bus):
+    await bus.set_events(100)
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"", max_attempts=1)
+    [claim] = await bus.claim()
+    await bus.fail(claim, "boom", retryable=False)
+    await bus.delete_dead(job)
+    await bus.delete_dead(job)  # answered ALREADY: nothing changed, no event
+    assert [kind for kind, _ in await kinds(bus)] == ["admitted", "claimed", "dead", "deleted"]

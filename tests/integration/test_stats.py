@@ -71,6 +71,7 @@ async def test_counters_equal_the_number_of_each_outcome(bus, probe):
         "unrecorded": 0,  # every claim kept its record (no slot moving)
         "cancelled": 0,  # counted in tests/integration/test_control.py
         "revocations": 0,  # likewise
+        "deleted": 0,  # counted in test_deleted_counts_each_dead_letter_deleted_once below
     }
     states = probe.check()
     assert stats.queued == sum(1 for s in states.values() if s == "queued") == 7
@@ -203,3 +204,20 @@ async def test_reading_stats_changes_nothing(bus, probe):
     before = probe.snapshot()
     await bus.stats(lanes=100)
     probe.assert_unchanged(before)
+
+
+async def test_deleted_counts_each_dead_letter_deleted_once(bus, probe):
+    """delete_dead counts 'deleted' once per dead letter: a repeated delete and a refused one count nothing,
+    and the dead depth falls by the number deleted."""
+    jobs = [ids.mint("JOB") for _ in range(3)]
+    await bus.enqueue_many([NewJob(job, f"L{i}", b"", max_attempts=1) for i, job in enumerate(jobs)])
+    for claim in await bus.claim(count=3):
+        await bus.fail(claim, "x")
+    live = ids.mint("JOB")
+    await bus.enqueue(live, lane="L", payload=b"")
+    await bus.delete_dead(jobs[0])
+    await bus.delete_dead(jobs[0])  # ALREADY: not counted
+    await bus.delete_dead(live)  # REFUSED: not counted
+    await bus.delete_dead(jobs[1])
+    stats = await bus.stats()
+    assert (stats.counters["deleted"], stats.counters["dead"], stats.dead) == (2, 3, 1)

@@ -103,7 +103,7 @@ def _metrics(client) -> dict[str, float]:
     return samples
 
 
-def test_metrics_report_the_queue_and_the_latency_histogram(served, operator, anon, join, score_worker):
+def test_metrics_report_the_queue_and_the_latency_histogram(served, operator, anon, join, score_worker, tag):
     the_round = open_round(operator)
     _, ada = join()
     path = f"/api/rounds/{the_round['round_id']}/guesses"
@@ -112,17 +112,17 @@ def test_metrics_report_the_queue_and_the_latency_histogram(served, operator, an
     ada.post(path, json={"guess": "🍎🍌🍇🍒🥝🍑"}, headers={"Idempotency-Key": "k0"})  # a duplicate
     wait_until(lambda: _metrics(anon).get("codemojex_guesses_scored_total") == 3, what="three scored guesses")
     found = _metrics(anon)
-    assert found["echomq_jobs_total{event=admitted}"] == 3
-    assert found["echomq_jobs_total{event=duplicate}"] == 1
-    assert found["echomq_jobs_total{event=claimed}"] == 3
-    assert found["echomq_jobs_total{event=completed}"] == 3
-    assert found["echomq_jobs_total{event=stale}"] == 0
-    assert found["echomq_jobs_total{event=reclaimed}"] == 0
-    assert found["echomq_jobs_total{event=dead}"] == 0
-    assert found["echomq_jobs{state=done}"] == 3
-    assert found["echomq_jobs{state=queued}"] == 0
-    assert found["echomq_lanes_waiting"] == 0
-    assert "echomq_fairness_lag_max" in found
+    assert found[f"echomq_jobs_total{{bus={tag},event=admitted}}"] == 3
+    assert found[f"echomq_jobs_total{{bus={tag},event=duplicate}}"] == 1
+    assert found[f"echomq_jobs_total{{bus={tag},event=claimed}}"] == 3
+    assert found[f"echomq_jobs_total{{bus={tag},event=completed}}"] == 3
+    assert found[f"echomq_jobs_total{{bus={tag},event=stale}}"] == 0
+    assert found[f"echomq_jobs_total{{bus={tag},event=reclaimed}}"] == 0
+    assert found[f"echomq_jobs_total{{bus={tag},event=dead}}"] == 0
+    assert found[f"echomq_jobs{{bus={tag},state=done}}"] == 3
+    assert found[f"echomq_jobs{{bus={tag},state=queued}}"] == 0
+    assert found[f"echomq_lanes_waiting{{bus={tag}}}"] == 0
+    assert f"echomq_fairness_lag_max{{bus={tag}}}" in found
     assert found["codemojex_submit_to_scored_seconds_count"] == 3
     assert found["codemojex_submit_to_scored_seconds_bucket{le=+Inf}"] == 3
     buckets = sorted(
@@ -136,7 +136,7 @@ def test_metrics_report_the_queue_and_the_latency_histogram(served, operator, an
     assert found["codemojex_players"] == 1
 
 
-def test_metrics_show_lane_depth_without_naming_any_player(served, operator, anon, join):
+def test_metrics_show_lane_depth_without_naming_any_player(served, operator, anon, join, tag):
     the_round = open_round(operator)
     ada_id, ada = join("Ada")
     bob_id, bob = join("Bob")
@@ -144,10 +144,10 @@ def test_metrics_show_lane_depth_without_naming_any_player(served, operator, ano
     for _ in range(2):
         bob.post(f"/api/rounds/{the_round['round_id']}/guesses", json={"guess": "🍎🍌🍇🍒🥝🍑"})
     found = _metrics(anon)
-    assert found["echomq_lane_depth_max"] == 2  # Bob's lane
+    assert found[f"echomq_lane_depth_max{{bus={tag}}}"] == 2  # Bob's lane
     text = anon.get("/metrics").text
     assert ada_id not in text
     assert bob_id not in text  # a lane is a player id: the public scrape names none
     assert "lane=" not in text
-    assert found["echomq_lanes_waiting"] == 2
-    assert found["echomq_jobs{state=queued}"] == 3
+    assert found[f"echomq_lanes_waiting{{bus={tag}}}"] == 2
+    assert found[f"echomq_jobs{{bus={tag},state=queued}}"] == 3

@@ -23,6 +23,7 @@ from echomq.inspection import JobInfo
 from echomq.partitions import AnyBus, PartitionedBus
 from echomq.periodic import Scheduler
 from echomq.schedules import Schedule
+from echomq.states import Deletion
 from echomq.worker.runner import Worker
 
 
@@ -129,6 +130,30 @@ async def retry_dead(args: argparse.Namespace) -> int:
     line = f"{len(report.moved)} dead jobs back in their lanes"
     if report.listed != len(report.moved):
         line += f" ({report.listed - len(report.moved)} of the {report.listed} listed had left the dead set)"
+    print(line)
+    return 0
+
+
+async def delete_dead(args: argparse.Namespace) -> int:
+    """``echomq dead delete JOB`` (or ``--all``): a lost reply's retry answers "deleted already"."""
+    async with _bus(args) as bus:
+        if not args.all:
+            outcome = await bus.delete_dead(args.job)
+            if outcome is Deletion.DELETED:
+                print(f"{args.job} deleted")
+                return 0
+            if outcome is Deletion.ALREADY:
+                print(f"{args.job} was deleted already")
+                return 0
+            info = await bus.inspect(args.job)
+            print(f"echomq: {args.job} is not dead (state {info.state.value})", file=sys.stderr)
+            return EXIT_FAILURE
+        report = await bus.delete_all_dead()
+    line = f"{len(report.deleted)} dead jobs deleted"
+    if report.listed != len(report.deleted):
+        line += (
+            f" ({report.listed - len(report.deleted)} of the {report.listed} listed had left the dead set)"
+        )
     print(line)
     return 0
 

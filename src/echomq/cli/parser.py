@@ -8,7 +8,7 @@ import argparse
 from typing import NoReturn
 
 from echomq import ids
-from echomq.cli import commands, control
+from echomq.cli import commands, control, serving
 from echomq.cli.exits import EXIT_USAGE
 from echomq.core import DEFAULT_TAG
 from echomq.errors import InvalidInput
@@ -96,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("job", nargs="?", type=_job_arg, metavar="JOB")
     which.add_argument("--all", action="store_true")
     dead_retry.set_defaults(run=commands.retry_dead)
+    dead_delete = dead.add_parser(
+        "delete", parents=[common], help="delete dead jobs for good (their ids still absorb duplicates)"
+    )
+    which = dead_delete.add_mutually_exclusive_group(required=True)
+    which.add_argument("job", nargs="?", type=_job_arg, metavar="JOB")
+    which.add_argument("--all", action="store_true")
+    dead_delete.set_defaults(run=commands.delete_dead)
 
     sweep = sub.add_parser("sweep", parents=[common], help="run one sweep now")
     sweep.add_argument("--json", action="store_true")
@@ -122,6 +129,35 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.set_defaults(run=commands.run_schedule)
 
     control.add_commands(sub, common, _job_arg)
+
+    exporter = sub.add_parser(
+        "metrics", parents=[common], help="serve /metrics for Prometheus (needs echomq[metrics])"
+    )
+    exporter.add_argument("--port", type=int, required=True, help="the port to listen on (0: any free one)")
+    exporter.add_argument("--addr", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    exporter.add_argument(
+        "--bus", action="append", metavar="TAG", help="a bus to report (repeat for several; default --tag)"
+    )
+    exporter.add_argument("--lanes", type=int, default=20, help="lanes of the ring read per bus (default 20)")
+    exporter.add_argument(
+        "--lane-labels", action="store_true", help="also report each lane read, labelled with its name"
+    )
+    exporter.set_defaults(run=serving.run_metrics)
+
+    dashboard = sub.add_parser(
+        "dashboard", parents=[common], help="serve the queue's web dashboard (needs echomq[dashboard])"
+    )
+    dashboard.add_argument("--port", type=int, required=True, help="the port to listen on (0: any free one)")
+    dashboard.add_argument("--addr", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    dashboard.add_argument("--read-only", action="store_true", help="show the queue; refuse retry and delete")
+    dashboard.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="a Host header to accept besides the address served on and localhost (repeatable)",
+    )
+    dashboard.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="the page's refresh")
+    dashboard.set_defaults(run=serving.run_dashboard)
 
     demo = sub.add_parser("demo", parents=[common], help="a producer and a worker, with live counts")
     demo.add_argument("--seconds", type=float, default=None, help="stop by itself after this long")

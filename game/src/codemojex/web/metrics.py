@@ -4,11 +4,11 @@
 Every figure comes from state the scripts keep (counters move inside the scripts, so they agree with the
 queue), so any number of hosts report the same values:
 
-* ``echomq_jobs_total{event}``: admitted, duplicate, claimed, completed, stale (finishes refused), reclaimed
-  (expired leases swept back), dead (dead-lettered), and the rest of :data:`echomq.states.COUNTERS`;
-* ``echomq_jobs{state}``: queue depth per state; ``echomq_lanes_waiting``; ``echomq_fairness_lag_max`` (the
-  highest lag a claim has seen); ``echomq_lane_depth_max``, the deepest of the first :data:`LANES_SHOWN`
-  lanes of the ring. A lane is a player id, and the scrape is public: no label names a lane;
+* the queue's metrics, written by :func:`echomq.metrics.families` with the label ``bus`` (the game's tag):
+  ``echomq_jobs_total{bus,event}`` (admitted, duplicate, claimed, completed, stale, reclaimed, dead, ...:
+  :data:`echomq.states.COUNTERS`), ``echomq_jobs{bus,state}``, ``echomq_lanes_waiting``,
+  ``echomq_fairness_lag_max``, ``echomq_lane_depth_max`` (the deepest of the first :data:`LANES_SHOWN` lanes
+  of the ring), ``echomq_up``. A lane is a player id, and the scrape is public: no label names a lane;
 * ``codemojex_submit_to_scored_seconds``: the histogram ``score.lua`` keeps (:mod:`codemojex.latency`),
   each guess observed once; ``codemojex_guesses_scored_total``; ``codemojex_players``.
 """
@@ -28,6 +28,7 @@ from codemojex.game import translate_errors
 from codemojex.latency import Histogram, merge_latency, read_latency
 from codemojex.web.host import host_of
 from codemojex.web.problems import answers
+from echomq.metrics import BusSample, families
 from echomq.stats import Stats
 
 router = APIRouter()
@@ -39,40 +40,13 @@ LANES_SHOWN = 20
 class Snapshot(Collector):
     """What one scrape read from Redis, as metric families."""
 
+    tag: str
     stats: Stats
     latency: Histogram
     players: int
 
     def collect(self) -> Iterator[Metric]:
-        stats = self.stats
-        jobs = CounterMetricFamily(
-            "echomq_jobs", "Queue events, counted inside the Lua scripts.", labels=["event"]
-        )
-        for name, value in stats.counters.items():
-            jobs.add_metric([name], value)
-        yield jobs
-        depth = GaugeMetricFamily("echomq_jobs", "Jobs in each state now.", labels=["state"])
-        for state, value in (
-            ("queued", stats.queued),
-            ("delayed", stats.delayed),
-            ("active", stats.active),
-            ("done", stats.done),
-            ("dead", stats.dead),
-        ):
-            depth.add_metric([state], value)
-        yield depth
-        yield GaugeMetricFamily(
-            "echomq_lanes_waiting", "Lanes holding at least one queued job.", value=stats.lanes_total
-        )
-        yield GaugeMetricFamily(
-            "echomq_fairness_lag_max", "The highest fairness lag a claim has observed.", value=stats.lag_max
-        )
-        deepest = max((lane.depth for lane in stats.lanes), default=0)
-        yield GaugeMetricFamily(
-            "echomq_lane_depth_max",
-            f"The deepest of the first {LANES_SHOWN} lanes of the ring.",
-            value=deepest,
-        )
+        yield from families([BusSample(self.tag, self.stats)])  # echomq's own, labelled bus=<tag>
         latency = self.latency
         buckets = [(repr(bound / 1000), count) for bound, count in latency.cumulative]
         yield HistogramMetricFamily(
@@ -101,5 +75,5 @@ async def metrics(request: Request) -> Response:
         players = sum([await game.redis.zcard(game.keys.players) for game in host.games])
     latency = merge_latency([await read_latency(game) for game in host.games])
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Snapshot(stats, latency, int(players)))
+    registry.register(Snapshot(bus.tag, stats, latency, int(players)))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

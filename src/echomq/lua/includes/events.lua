@@ -4,9 +4,9 @@
 -- script that changes a job's state appends one entry per change to '<prefix>events' (XADD MAXLEN ~
 -- cap), in the same atomic step as the change, so the stream never tells of a change that did not
 -- happen and, within its cap, misses none that did. Fields: 'e' the event (admitted, claimed,
--- completed, retrying, dead, reclaimed, released, cancelled, revoked, resurrected, progress), 'j' the
--- job, 'l' its lane, 'a' the attempts token when a claim holds it, 'x' an error or progress text, 't'
--- the claim's server time (ms) on 'claimed' (the time its rate windows count it at).
+-- completed, retrying, dead, reclaimed, released, cancelled, revoked, resurrected, deleted, progress),
+-- 'j' the job, 'l' its lane, 'a' the attempts token when a claim holds it, 'x' an error or progress
+-- text, 't' the claim's server time (ms) on 'claimed' (the time its rate windows count it at).
 -- An append never fails its script: while the bus's slot moves the stream may be on the other node,
 -- and the event is then not written (redis.pcall).
 

@@ -28,6 +28,40 @@ local TRIM_PER_FINISH = 2
 -- shared hash's tombstone takes the state 's' (3rd read), the lane 'l' (4th) and the attempts 'a' (5th).
 local TOMBSTONE_KEEPS = {'s', 'l', 'a', 't', 'm', 'f', 'n'}
 
+-- What bury() needs of a row, in this order: HMGET jobKey unpack(TOMBSTONE_READ).
+local TOMBSTONE_READ = {'g', '1', unpack(TOMBSTONE_KEEPS)}
+
+-- Reduce the row at `jobKey` (of `jobId`, a row that exists: `row` is its TOMBSTONE_READ fields) to its
+-- tombstone, which counts until `expires` (ms; `now` in ms): in the shared hash, the row deleted (none
+-- written when `expires` is past), or, while the slot is being resharded (`moving`), in the row itself
+-- (see above). Shared by the trim and by delete_dead.lua.
+local function bury(jobKey, jobId, prefix, row, now, expires, moving)
+  local digest = row[1] or payload_digest(read_payload(jobKey, row[2]) or '')
+  if moving then
+    local fields = {'T', now, 'g', digest}
+    local keep = {T = true, g = true}
+    for j, name in ipairs(TOMBSTONE_KEEPS) do
+      keep[name] = true
+      if row[j + 2] then
+        fields[#fields + 1] = name
+        fields[#fields + 1] = row[j + 2]
+      end
+    end
+    local drop = {}
+    for _, name in ipairs(redis.call('HKEYS', jobKey)) do
+      if not keep[name] then drop[#drop + 1] = name end
+    end
+    if #drop > 0 then redis.call('HDEL', jobKey, unpack(drop)) end
+    redis.call('HSET', jobKey, unpack(fields))
+    redis.call('PEXPIREAT', jobKey, expires)
+  else
+    redis.call('DEL', jobKey)
+    if expires > now then
+      write_tombstone(prefix, jobId, row[3], row[5], tomb_digest(row[4], digest), expires, now)
+    end
+  end
+end
+
 -- Trim up to `count` rows of `setKey` (done or dead) whose finish time is `ttl` ms or more before
 -- `now` (ms), oldest first (ties by id); job keys are built from `prefix`. Counts 'trimmed' in
 -- `statsKey` and returns how many rows left the set. O(log n + count).
@@ -47,34 +81,9 @@ local function trim_expired(setKey, statsKey, prefix, now, ttl, window, count)
     -- could not be written again on the source, and the shared hash may be elsewhere (include "slot").
     if moving == nil then moving = slot_moving(prefix) end
     if moving and not here(jobKey) then break end
-    local row = redis.pcall('HMGET', jobKey, 'g', '1', unpack(TOMBSTONE_KEEPS))
+    local row = redis.pcall('HMGET', jobKey, unpack(TOMBSTONE_READ))
     if type(row) ~= 'table' or row.err then break end  -- not served here: nothing of this row written
-    if row[4] then  -- the row has its lane: it exists
-      local digest = row[1] or payload_digest(read_payload(jobKey, row[2]) or '')
-      if moving then
-        local fields = {'T', now, 'g', digest}
-        local keep = {T = true, g = true}
-        for j, name in ipairs(TOMBSTONE_KEEPS) do
-          keep[name] = true
-          if row[j + 2] then
-            fields[#fields + 1] = name
-            fields[#fields + 1] = row[j + 2]
-          end
-        end
-        local drop = {}
-        for _, name in ipairs(redis.call('HKEYS', jobKey)) do
-          if not keep[name] then drop[#drop + 1] = name end
-        end
-        if #drop > 0 then redis.call('HDEL', jobKey, unpack(drop)) end
-        redis.call('HSET', jobKey, unpack(fields))
-        redis.call('PEXPIREAT', jobKey, finished + window)
-      else
-        redis.call('DEL', jobKey)
-        if finished + window > now then
-          write_tombstone(prefix, jobId, row[3], row[5], tomb_digest(row[4], digest), finished + window, now)
-        end
-      end
-    end
+    if row[4] then bury(jobKey, jobId, prefix, row, now, finished + window, moving) end  -- it exists
     redis.call('ZREM', setKey, jobId)
     trimmed = trimmed + 1
   end
