@@ -232,7 +232,7 @@ class Model:
 
     def retry_dead(self, job_id: str) -> bool:
         job = self.jobs[job_id]
-        if job.state != "dead":
+        if job.state != "dead" or job.trimmed:  # a deleted dead letter's tombstone has no payload left
             return False
         job.tries = 0
         self.to_lane(job)
