@@ -12,7 +12,10 @@ producers and workers share nothing but the names.
   :class:`~echomq.SyncBus`. Arguments must be JSON: anything else is refused with
   :class:`~echomq.errors.InvalidPayload` before anything is sent.
 * **Running.** The handler reads the message, finds the task by name and calls it with the arguments
-  (awaited when it is a coroutine function, in a thread of the loop's executor otherwise; with
+  (awaited when it is a coroutine function, otherwise in a daemon thread of the registry's own pool, with
+  the caller's context (so a span it opens is a child of the task's), as the worker runs a plain
+  handler: a hung task never keeps the process from exiting, and a few hung tasks never hold back the
+  others, since a thread is made whenever none is idle, up to :data:`MAX_THREADS` at once; with
   ``bind=True`` the :class:`~echomq.Job` comes first, for its ``revoked`` event and its attempts token).
   Its return value, as JSON, is the job's result (:meth:`Task.result` reads it back).
 * **Unknown kinds.** A message naming a task this worker does not know, or a payload that is not a task
@@ -25,7 +28,7 @@ producers and workers share nothing but the names.
 
 from __future__ import annotations
 
-import asyncio
+import contextvars
 import functools
 import inspect
 import json
@@ -34,8 +37,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from echomq import ids, tracing
+from echomq._validate import check_int
 from echomq.errors import InvalidOption, InvalidPayload, Permanent
+from echomq.jobs import MAX_ATTEMPTS_LIMIT, PRIORITY_LIMIT
 from echomq.keyspace import JOB_BRAND, check_lane
+from echomq.worker.threads import DaemonThreads
 
 if TYPE_CHECKING:
     from echomq.bus import Bus
@@ -44,6 +50,7 @@ if TYPE_CHECKING:
     from echomq.worker.handler import Job
 
 _NAME_LIMIT = 200
+MAX_THREADS = 256  # plain-function tasks of one registry running at once (each in a daemon thread)
 
 
 def _check_name(name: object) -> str:
@@ -52,8 +59,13 @@ def _check_name(name: object) -> str:
     return name
 
 
-def message(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any], trace: dict[str, str]) -> bytes:
-    """The payload of a task message (JSON, compact); raises InvalidPayload for arguments JSON cannot hold."""
+def message(name: str, args: Any, kwargs: Any, trace: dict[str, str]) -> bytes:
+    """The payload of a task message (JSON, compact); raises InvalidPayload for arguments JSON cannot hold
+    (and for ``args`` that is not a sequence, ``kwargs`` that is not a mapping)."""
+    if isinstance(args, str | bytes) or not isinstance(args, list | tuple):
+        raise InvalidPayload(f"task {name!r}: args is a list or tuple, got {type(args).__name__}")
+    if not isinstance(kwargs, Mapping):
+        raise InvalidPayload(f"task {name!r}: kwargs is a mapping, got {type(kwargs).__name__}")
     body: dict[str, Any] = {"task": name, "args": list(args), "kwargs": dict(kwargs)}
     if trace:
         body["trace"] = trace
@@ -100,10 +112,14 @@ class Task:
     def __post_init__(self) -> None:
         _check_name(self.name)
         check_lane(self.lane)
+        check_int("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+        check_int("priority", self.priority, -PRIORITY_LIMIT, PRIORITY_LIMIT)
         if not callable(self.fn):
             raise InvalidOption(f"task {self.name!r} is not callable")
         self.is_async = inspect.iscoroutinefunction(self.fn)
-        functools.update_wrapper(self, self.fn)
+        # Name and doc only: merging the function's __dict__ would let its attributes (a function with
+        # a `name`, or a Task registered again under another name) overwrite this task's fields.
+        functools.update_wrapper(self, self.fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function here, now (not through the queue)."""
@@ -133,7 +149,7 @@ class Task:
             admission = await bus.enqueue(
                 job_id,
                 lane=self.lane if lane is None else lane,
-                payload=message(self.name, tuple(args), kwargs or {}, trace),
+                payload=message(self.name, args, {} if kwargs is None else kwargs, trace),
                 max_attempts=self.max_attempts if max_attempts is None else max_attempts,
                 priority=self.priority if priority is None else priority,
                 delay_ms=delay_ms,
@@ -174,8 +190,9 @@ class Tasks:
         max_attempts: int = 5,
     ) -> None:
         self.lane = check_lane(lane)
-        self.max_attempts = max_attempts
+        self.max_attempts = check_int("max_attempts", max_attempts, 1, MAX_ATTEMPTS_LIMIT)
         self._tasks: dict[str, Task] = {}
+        self._threads = DaemonThreads(MAX_THREADS, name="echomq-task")
         for name, fn in (tasks or {}).items():
             self.register(name, fn)
 
@@ -246,9 +263,9 @@ class Tasks:
         with tracing.running(name, job, trace):
             if task.is_async:
                 value = await task.fn(*call_args, **kwargs)
-            else:
-                call = functools.partial(task.fn, *call_args, **kwargs)
-                value = await asyncio.get_running_loop().run_in_executor(None, call)
+            else:  # a daemon thread of our own, in this context (see the module doc)
+                call = functools.partial(contextvars.copy_context().run, task.fn, *call_args, **kwargs)
+                value = await self._threads.submit(call)
         try:
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
         except (TypeError, ValueError) as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -14,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from echomq import Admission, Bus, InvalidOption, InvalidPayload, JobDead, SyncBus, Worker, ids
 from echomq.tasks import Tasks
-from tests.support.workers import running
+from tests.support.workers import eventually, running, state_is
 
 
 def make_tasks():
@@ -145,3 +147,102 @@ async def test_a_trace_runs_from_the_send_to_the_handler(bus):
     assert process.parent.span_id == send.context.span_id
     assert process.attributes["messaging.message.id"] == job
     assert process.kind == trace.SpanKind.CONSUMER
+
+
+# A worker process whose plain-function task never returns: stopped, the process must still exit.
+HUNG_TASK_WORKER = """
+import asyncio, sys, threading
+from echomq import Bus, Worker
+from echomq.tasks import Tasks
+tasks = Tasks(lane="work")
+never = threading.Event()
+@tasks.task("stuck")
+def stuck():
+    print("started", flush=True)
+    never.wait()
+async def main():
+    async with Bus.from_url(sys.argv[1], tag=sys.argv[2]) as bus:
+        job = await tasks["stuck"].enqueue(bus)
+        worker = Worker(bus, tasks.handler, concurrency=2, lease_ms=5000, grace_s=0.2)
+        run = asyncio.create_task(worker.run())
+        while (await bus.inspect(job)).state.value != "active":
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
+        worker.stop()
+        await run
+    print("stopped", flush=True)
+asyncio.run(main())
+"""
+
+
+def test_a_hung_plain_task_never_keeps_the_worker_process_alive(redis_server, tag):
+    """A plain function runs in a daemon thread, as a plain handler does: a task that never returns does
+    not keep its process alive once the worker stops (in the loop's default executor it did, forever:
+    the interpreter joins those threads at exit)."""
+    done = subprocess.run(
+        [sys.executable, "-c", HUNG_TASK_WORKER, redis_server.url, tag],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["started", "stopped"]
+
+
+async def test_hung_plain_tasks_never_hold_back_the_others(bus):
+    """More plain tasks hang than the loop's default executor has threads (at most 32): a quick one sent
+    after them still runs at once, in a thread of its own, while they hang."""
+    tasks = Tasks(lane="work")
+    release = threading.Event()
+    tasks.register("hang", lambda: release.wait(60))
+    tasks.register("quick", lambda x: x + 1)
+    hung = [await tasks["hang"].enqueue(bus) for _ in range(33)]
+    try:
+        async with running(Worker(bus, tasks.handler, concurrency=40, lease_ms=10_000)):
+            for job in hung:
+                await eventually(lambda job=job: state_is(bus, job, "active"), 30, "every hung task claimed")
+            quick = await tasks["quick"].enqueue(bus, 41)
+            assert await tasks["quick"].result(bus, quick, timeout=30) == 42
+            release.set()
+            for job in hung:
+                assert await tasks["hang"].result(bus, job, timeout=30) is True
+    finally:
+        release.set()
+
+
+def test_a_task_keeps_its_own_name_and_settings_whatever_the_function_carries():
+    """Registering copies the function's name and doc, not its attributes: a Task registered again under
+    another name, or a function with a ``name`` or ``lane`` attribute, keeps the registry's name, lane,
+    attempts and binding (before, update_wrapper merged the function's __dict__ over the Task's fields,
+    so such a task sent messages under another task's name, dead-lettered as unknown)."""
+    tasks = Tasks(lane="work")
+    first = tasks.register("first", lambda: 1, lane="elsewhere", max_attempts=2, bind=False)
+    again = tasks.register("again", first)
+    assert (again.name, again.lane, again.max_attempts) == ("again", "work", 5)
+
+    def plain():
+        return 2
+
+    plain.name = "not-this"  # type: ignore[attr-defined]
+    plain.lane = "nor-this"  # type: ignore[attr-defined]
+    plain.bind = True  # type: ignore[attr-defined]
+    task = tasks.register("plain", plain)
+    assert (task.name, task.lane, task.bind) == ("plain", "work", False)
+    assert task.__name__ == "plain"
+    assert tasks["again"]() == 1
+
+
+async def test_bad_arguments_and_settings_are_refused_with_typed_errors(bus, probe):
+    add = make_tasks()["add"]
+    for args, kwargs in ((5, None), ("ab", None), ((1,), [1, 2]), ((1,), "k")):
+        with pytest.raises(InvalidPayload):
+            await add.enqueue_with(bus, args, kwargs)
+    for bad in ("3", 0, True, 1001):
+        with pytest.raises(InvalidOption):
+            Tasks(max_attempts=bad)
+        with pytest.raises(InvalidOption):
+            Tasks().register("t", len, max_attempts=bad)
+    with pytest.raises(InvalidOption):
+        Tasks().register("t", len, priority=10**7)
+    assert probe.check() == {}
