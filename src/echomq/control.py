@@ -16,16 +16,19 @@ Guarantees provided here:
   worker's lease keeper, refused at its next renewal, sets the handler's ``job.revoked``. Revoke against
   complete: whichever runs first wins, the other is refused.
 * **Waiters** for the job's result (:mod:`echomq.results`) wake with :class:`~echomq.errors.JobDead`.
-* **Lost replies.** A retried cancel (revoke) finds the job dead with its own kind of error and answers
-  ``DONE`` again; nothing changes twice.
+* **Lost replies.** Each call carries a request id that the row keeps (``z``); its retry (redis-py's, or
+  the caller's with the same ``request``) finds it and answers ``DONE`` again, nothing changing twice,
+  even after the job was retried from the dead set. Another call on a dead job is ``REFUSED``.
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from echomq.errors import InvalidOption, RedisUnavailable, translate_redis_errors
 from echomq.jobs import reply_code
+from echomq.keyspace import check_request
 from echomq.states import Control
 
 if TYPE_CHECKING:
@@ -46,20 +49,55 @@ def _reason(reason: object) -> str:
     return text
 
 
-def cancel_call(keys: Keyspace, settings: Settings, job: str, reason: str) -> tuple[list[str], list[Any]]:
+def new_request() -> str:
+    """A request id for one cancel or revoke call (its retries send the same)."""
+    return secrets.token_hex(12)
+
+
+def cancel_call(
+    keys: Keyspace, settings: Settings, job: str, reason: str, request: str | None = None
+) -> tuple[list[str], list[Any]]:
     """Keys and args of one cancel.lua call, every input checked."""
     return (
         [keys.job(job), keys.delayed, keys.dead, keys.ring, keys.waiting, keys.stats],
-        [job, keys.prefix, _reason(reason), settings.dead_ttl_ms, settings.dedup_window_ms],
+        [
+            job,
+            keys.prefix,
+            _reason(reason),
+            settings.dead_ttl_ms,
+            settings.dedup_window_ms,
+            _request(request),
+        ],
     )
 
 
-def revoke_call(keys: Keyspace, settings: Settings, job: str, reason: str) -> tuple[list[str], list[Any]]:
+def revoke_call(
+    keys: Keyspace, settings: Settings, job: str, reason: str, request: str | None = None
+) -> tuple[list[str], list[Any]]:
     """Keys and args of one revoke.lua call, every input checked."""
     return (
         [keys.job(job), keys.active, keys.dead, keys.ring, keys.waiting, keys.stats],
-        [job, keys.prefix, _reason(reason), settings.dead_ttl_ms, settings.dedup_window_ms],
+        [
+            job,
+            keys.prefix,
+            _reason(reason),
+            settings.dead_ttl_ms,
+            settings.dedup_window_ms,
+            _request(request),
+        ],
     )
+
+
+def _windows(settings: Settings) -> tuple[int, int]:
+    return settings.dead_ttl_ms, settings.dedup_window_ms
+
+
+def _request(request: str | None) -> str:
+    if request is None:
+        return new_request()
+    if not check_request(request):
+        raise InvalidOption("a cancel or revoke request id is 1-64 of [A-Za-z0-9_.:-]")
+    return request
 
 
 def outcome(name: str, reply: Any, job: str) -> Control:
@@ -70,15 +108,16 @@ def outcome(name: str, reply: Any, job: str) -> Control:
     return Control.DONE if code in (1, 2) else Control.REFUSED
 
 
-async def cancel(bus: BusCore, job: str, reason: str = "") -> Control:
-    """Cancel a queued or delayed job: ``DONE``, or ``REFUSED`` when it is active or finished."""
-    keys, args = cancel_call(bus.keys, bus.settings, job, reason)
+async def cancel(bus: BusCore, job: str, reason: str = "", *, request: str | None = None) -> Control:
+    """Cancel a queued or delayed job: ``DONE``, or ``REFUSED`` when it is active or finished. ``request``
+    names the call (a fresh id when None): sent again with the same one, it is answered as a retry."""
+    keys, args = cancel_call(bus.keys, bus.settings, job, reason, request)
     with translate_redis_errors():
         return outcome("cancel", await bus.scripts.run("cancel", keys, args), job)
 
 
-async def revoke(bus: BusCore, job: str, reason: str = "") -> Control:
-    """Revoke an active job: ``DONE``, or ``REFUSED`` when it is not active."""
-    keys, args = revoke_call(bus.keys, bus.settings, job, reason)
+async def revoke(bus: BusCore, job: str, reason: str = "", *, request: str | None = None) -> Control:
+    """Revoke an active job: ``DONE``, or ``REFUSED`` when it is not active (``request`` as for cancel)."""
+    keys, args = revoke_call(bus.keys, bus.settings, job, reason, request)
     with translate_redis_errors():
         return outcome("revoke", await bus.scripts.run("revoke", keys, args), job)

@@ -35,6 +35,7 @@ field   name          holds
 ``w``   admitted      server ms of the admission, when the application writes it
 ``K``   capped        the claim was counted against its lane's cap (``echomq.flow``)
 ``W``   waiters       callers waiting for the job's end (``echomq.results``)
+``z``   ended_by      the request id of the cancel or revoke that ended it (``echomq.control``)
 ======  ============  ==============================================================
 
 A job's admission time in :class:`echomq.inspection.JobInfo` is ``w`` when present, else its id's mint time.
@@ -70,6 +71,7 @@ TRIMMED = "T"
 ADMITTED = "w"
 CAPPED = "K"
 WAITERS = "W"
+ENDED_BY = "z"
 
 NAMES: dict[str, str] = {
     STATE: "state",
@@ -94,6 +96,7 @@ NAMES: dict[str, str] = {
     ADMITTED: "created",
     CAPPED: "capped",
     WAITERS: "waiters",
+    ENDED_BY: "ended_by",
 }
 
 QUEUED = b"queued"

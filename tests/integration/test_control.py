@@ -16,6 +16,7 @@ from echomq import (
     SyncBus,
     UnknownJob,
     Worker,
+    control,
     ids,
 )
 from tests.support.workers import eventually, running
@@ -59,14 +60,42 @@ async def test_cancel_refuses_an_active_or_finished_job_and_changes_nothing(bus,
 
 
 async def test_a_retried_cancel_answers_done_again_and_changes_nothing(bus, probe):
-    """Lost reply: the retry of a cancel that ran finds its own kind of end and says DONE; nothing moves."""
+    """Lost reply: the retry of a cancel that ran (the same request id) finds its id on the row and says
+    DONE, nothing moves, even after the job was retried from the dead set; another call is refused."""
     job = ids.mint("JOB")
     await bus.enqueue(job, lane="L", payload=b"")
-    assert await bus.cancel(job, "x") is Control.DONE
+    assert await control.cancel(bus, job, "x", request="call-1") is Control.DONE
     snapshot = probe.row(job)
-    assert await bus.cancel(job, "x") is Control.DONE
+    assert await control.cancel(bus, job, "x", request="call-1") is Control.DONE
     assert probe.row(job) == snapshot
+    assert await bus.cancel(job, "another call") is Control.REFUSED
+    assert await bus.retry_dead(job)
+    assert await control.cancel(bus, job, "x", request="call-1") is Control.DONE  # its retry: nothing more
+    assert probe.lane("L") == [job]
     assert probe.counters()["cancelled"] == 1
+
+
+async def test_a_dead_letter_whose_error_reads_like_a_cancel_is_not_taken_for_one(bus, probe):
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"", max_attempts=1)
+    [claim] = await bus.claim()
+    await bus.fail(claim, "cancelled by the upstream API", retryable=False)
+    assert await bus.cancel(job) is Control.REFUSED
+    assert await bus.revoke(job) is Control.REFUSED
+    assert probe.counters().get("cancelled", 0) == 0
+
+
+async def test_a_retried_revoke_answers_done_and_does_not_act_on_a_new_life(bus, probe):
+    job = ids.mint("JOB")
+    await bus.enqueue(job, lane="L", payload=b"")
+    await bus.claim()
+    assert await control.revoke(bus, job, "stop", request="r-1") is Control.DONE
+    assert await bus.retry_dead(job)
+    [again] = await bus.claim()
+    assert await control.revoke(bus, job, "stop", request="r-1") is Control.DONE  # the retry: nothing more
+    assert probe.row(job)["state"] == b"active"
+    assert await bus.complete(again, b"ok") is Finish.DONE
+    assert probe.counters()["revocations"] == 1
 
 
 async def test_cancel_against_claim_one_wins_never_both(bus, probe):

@@ -19,7 +19,7 @@ import redis
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule, run_state_machine_as_test
 
-from echomq import Claim, Control, Deletion, Rate
+from echomq import Control, Deletion, Rate
 from echomq.states import COUNTERS
 from echomq.testing.server import RedisProcess
 from tests.integration.test_model import LANES, LONG_MS, Model, ModelJob, QueueMachine, _settings
@@ -40,7 +40,6 @@ class FlowModel(Model):
         self.held: set[str] = set()
         self.active: Counter[str] = Counter()  # capped lanes' active jobs
         self.capped: set[str] = set()  # jobs counted against a cap ('K')
-        self.errors: dict[str, str] = {}  # job -> the kind of its row's error: cancelled, revoked, other
 
     @property
     def gated(self) -> bool:
@@ -150,27 +149,9 @@ class FlowModel(Model):
             self.records[request] = [(job.id, job.attempts) for job in out]
         return out
 
-    def fail(self, claim: Claim, retryable: bool, delay_ms: int):  # type: ignore[no-untyped-def]
-        outcome = super().fail(claim, retryable, delay_ms)
-        if self.jobs[claim.job].attempts == claim.token and outcome.value != "stale":
-            self.errors[claim.job] = "other"
-        return outcome
-
-    def sweep(self) -> tuple[int, int, int, int]:
-        jobs = self.jobs.values()
-        dying = {j.id for j in jobs if j.state == "active" and j.expired and j.tries >= j.max_attempts}
-        report = super().sweep()
-        for job in dying:
-            self.errors[job] = "other"
-        return report
-
     def cancel(self, job_id: str) -> Control:
         job = self.jobs[job_id]
-        if job.trimmed:  # a deleted dead letter: its tombstone refuses (a retry is not told DONE then)
-            return Control.REFUSED
-        if job.state == "dead" and self.errors.get(job_id) == "cancelled":
-            return Control.DONE
-        if job.state not in ("queued", "delayed"):
+        if job.state not in ("queued", "delayed"):  # each call here is a new one (its own request id)
             return Control.REFUSED
         if job.state == "queued":
             queue = self.lanes[job.lane]
@@ -182,22 +163,16 @@ class FlowModel(Model):
                     del self.since[job.lane]
         job.state = "dead"
         job.due = False
-        self.errors[job_id] = "cancelled"
         self.counters["cancelled"] += 1
         return Control.DONE
 
     def revoke(self, job_id: str) -> Control:
         job = self.jobs[job_id]
-        if job.trimmed:
-            return Control.REFUSED
-        if job.state == "dead" and self.errors.get(job_id) == "revoked":
-            return Control.DONE
         if job.state != "active":
             return Control.REFUSED
         self.left_active(job)
         job.state = "dead"
         job.expired = False
-        self.errors[job_id] = "revoked"
         self.counters["revocations"] += 1
         return Control.DONE
 

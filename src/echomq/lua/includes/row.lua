@@ -19,6 +19,7 @@
 --   w admitted   (ms) written by an application's admission that wants it (codemojex's submit)
 --   K capped     the claim counted it against its lane's cap (include "gates")
 --   W waiters    callers waiting for its end (include "signal")
+--   z ended_by   the request id of the cancel or revoke that ended it (cancel.lua, revoke.lua)
 -- A job's admission time is its id's mint time (echomq.ids.timestamp_ms); no field holds it.
 
 local ROW_CHUNK = 64
