@@ -54,6 +54,7 @@ from echomq.inspection import JobInfo
 from echomq.jobs import Claim, NewJob, enqueue_call, pool_size
 from echomq.keyspace import check_request, check_tag
 from echomq.lanes import Claimed, new_request
+from echomq.partition_control import PartitionControl
 from echomq.partition_layout import (
     MAX_PARTITIONS,
     MAX_REQUEST,
@@ -73,7 +74,7 @@ __all__ = ["MAX_PARTITIONS", "AnyBus", "PartitionedBus", "partition_of", "partit
 T = TypeVar("T")
 
 
-class PartitionedBus:
+class PartitionedBus(PartitionControl):
     """A reliable queue over ``partitions`` buses of one client (see the module doc).
 
     ``redis`` is a ``redis.asyncio.RedisCluster`` (the partitions spread over its masters) or a

@@ -44,7 +44,7 @@ from echomq.keyspace import JOB_BRAND, check_lane
 from echomq.worker.threads import DaemonThreads
 
 if TYPE_CHECKING:
-    from echomq.bus import Bus
+    from echomq.partitions import AnyBus
     from echomq.states import Admission
     from echomq.sync import SyncBus
     from echomq.worker.handler import Job
@@ -125,13 +125,13 @@ class Task:
         """Call the function here, now (not through the queue)."""
         return self.fn(*args, **kwargs)
 
-    async def enqueue(self, bus: Bus, *args: Any, **kwargs: Any) -> str:
+    async def enqueue(self, bus: AnyBus, *args: Any, **kwargs: Any) -> str:
         """Send one job of this task with these arguments; its id (see :meth:`enqueue_with`)."""
         return (await self.enqueue_with(bus, args, kwargs)).job
 
     async def enqueue_with(
         self,
-        bus: Bus,
+        bus: AnyBus,
         args: tuple[Any, ...] = (),
         kwargs: Mapping[str, Any] | None = None,
         *,
@@ -170,7 +170,7 @@ class Task:
             )
         return job_id
 
-    async def result(self, bus: Bus, job: str, *, timeout: float) -> Any:  # noqa: ASYNC109 (bus.result's)
+    async def result(self, bus: AnyBus, job: str, *, timeout: float) -> Any:  # noqa: ASYNC109 (bus.result's)
         """The value the task returned for ``job`` (JSON decoded), waiting up to ``timeout`` s
         (:meth:`echomq.Bus.result`: JobDead, ResultTimeout, ResultExpired)."""
         return json.loads(await bus.result(job, timeout=timeout) or b"null")
