@@ -54,12 +54,14 @@ def new_request() -> str:
     return secrets.token_hex(12)
 
 
-def cancel_call(
-    keys: Keyspace, settings: Settings, job: str, reason: str, request: str | None = None
+def end_call(
+    name: str, keys: Keyspace, settings: Settings, job: str, reason: str, *, request: str | None = None
 ) -> tuple[list[str], list[Any]]:
-    """Keys and args of one cancel.lua call, every input checked."""
+    """Keys and args of one ``cancel.lua`` or ``revoke.lua`` call (``name``), every input checked: the two
+    take the same arguments, and the set the job leaves (delayed besides its lane, or active)."""
+    leaves = {"cancel": keys.delayed, "revoke": keys.active}[name]
     return (
-        [keys.job(job), keys.delayed, keys.dead, keys.ring, keys.waiting, keys.stats],
+        [keys.job(job), leaves, keys.dead, keys.ring, keys.waiting, keys.stats],
         [
             job,
             keys.prefix,
@@ -69,27 +71,6 @@ def cancel_call(
             _request(request),
         ],
     )
-
-
-def revoke_call(
-    keys: Keyspace, settings: Settings, job: str, reason: str, request: str | None = None
-) -> tuple[list[str], list[Any]]:
-    """Keys and args of one revoke.lua call, every input checked."""
-    return (
-        [keys.job(job), keys.active, keys.dead, keys.ring, keys.waiting, keys.stats],
-        [
-            job,
-            keys.prefix,
-            _reason(reason),
-            settings.dead_ttl_ms,
-            settings.dedup_window_ms,
-            _request(request),
-        ],
-    )
-
-
-def _windows(settings: Settings) -> tuple[int, int]:
-    return settings.dead_ttl_ms, settings.dedup_window_ms
 
 
 def _request(request: str | None) -> str:
@@ -108,16 +89,18 @@ def outcome(name: str, reply: Any, job: str) -> Control:
     return Control.DONE if code in (1, 2) else Control.REFUSED
 
 
+async def _end(bus: BusCore, name: str, job: str, reason: str, request: str | None) -> Control:
+    keys, args = end_call(name, bus.keys, bus.settings, job, reason, request=request)
+    with translate_redis_errors():
+        return outcome(name, await bus.scripts.run(name, keys, args), job)
+
+
 async def cancel(bus: BusCore, job: str, reason: str = "", *, request: str | None = None) -> Control:
     """Cancel a queued or delayed job: ``DONE``, or ``REFUSED`` when it is active or finished. ``request``
     names the call (a fresh id when None): sent again with the same one, it is answered as a retry."""
-    keys, args = cancel_call(bus.keys, bus.settings, job, reason, request)
-    with translate_redis_errors():
-        return outcome("cancel", await bus.scripts.run("cancel", keys, args), job)
+    return await _end(bus, "cancel", job, reason, request)
 
 
 async def revoke(bus: BusCore, job: str, reason: str = "", *, request: str | None = None) -> Control:
     """Revoke an active job: ``DONE``, or ``REFUSED`` when it is not active (``request`` as for cancel)."""
-    keys, args = revoke_call(bus.keys, bus.settings, job, reason, request)
-    with translate_redis_errors():
-        return outcome("revoke", await bus.scripts.run("revoke", keys, args), job)
+    return await _end(bus, "revoke", job, reason, request)

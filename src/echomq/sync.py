@@ -139,13 +139,13 @@ class SyncBus:
 
     def cancel(self, job: str, reason: str = "") -> Control:
         """Cancel a queued or delayed job (:mod:`echomq.control`)."""
-        keys, args = control.cancel_call(self.keys, self.settings, job, reason)
+        keys, args = control.end_call("cancel", self.keys, self.settings, job, reason)
         with translate_redis_errors():
             return control.outcome("cancel", self.scripts.run("cancel", keys, args), job)
 
     def revoke(self, job: str, reason: str = "") -> Control:
         """Take an active job from its worker (:mod:`echomq.control`)."""
-        keys, args = control.revoke_call(self.keys, self.settings, job, reason)
+        keys, args = control.end_call("revoke", self.keys, self.settings, job, reason)
         with translate_redis_errors():
             return control.outcome("revoke", self.scripts.run("revoke", keys, args), job)
 
