@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from echomq import InvalidOption, NewJob, ids
+from echomq import Finish, InvalidOption, NewJob, ids
 from tests.support.workers import ROOT
 
 
@@ -39,7 +39,7 @@ async def test_every_change_of_state_is_one_event_in_order(bus, probe):
     probe.expire(b)
     await bus.sweep()  # b was on its last try: dead
     await bus.retry_dead(b)
-    assert await bus.complete(claims[a], b"") is not None  # stale now: no event
+    assert await bus.complete(claims[a], b"") is Finish.STALE  # stale now: no event
     await bus.revoke(c, "stop")
     await bus.enqueue(d, lane="L", payload=b"")
     await bus.cancel(d, "no")

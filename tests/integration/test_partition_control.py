@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from echomq import Control, InvalidOption, PartitionedBus, Rate, UnknownJob, Worker, ids
+from echomq import Control, Finish, InvalidOption, PartitionedBus, Rate, UnknownJob, Worker, ids
 from echomq.tasks import Tasks
 from tests.support.workers import running
 
@@ -39,7 +39,7 @@ async def test_cancel_revoke_and_result_find_the_partition_that_holds_the_job(pb
     assert await pbus.cancel(queued, "x") is Control.DONE
     waiting = asyncio.create_task(pbus.result(active, timeout=30))
     await asyncio.sleep(0.2)
-    assert await pbus.complete(claim, b"answer") is not None
+    assert await pbus.complete(claim, b"answer") is Finish.DONE
     assert await waiting == b"answer"
     assert await pbus.revoke(active) is Control.REFUSED  # done, not active
     with pytest.raises(UnknownJob):
